@@ -1,0 +1,38 @@
+# hermes-codex-runtime — everything a fresh clone needs.
+#   make demo    a real codex turn on the bundled mock provider (no credentials, no network)
+#   make test    lint + the whole test suite (real codex binary, real Hermes host)
+# Both create .venv and install the extras on first use.
+
+VENV    ?= .venv
+# Hermes 0.19.0 supports Python 3.11–3.13: take the first interpreter in that range.
+PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+             $$p -c 'import sys; sys.exit(not (3,11) <= sys.version_info[:2] <= (3,13))' \
+             >/dev/null 2>&1 && { echo $$p; break; }; done)
+PY       = $(VENV)/bin/python
+STAMP    = $(VENV)/.installed-test
+
+.PHONY: setup demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+setup: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/hermes-codex-runtime demo
+
+lint: setup
+	$(VENV)/bin/ruff check hermes_codex_runtime tests bench
+	$(VENV)/bin/mypy hermes_codex_runtime
+
+test: lint
+	HCR_REQUIRE_REAL=1 $(PY) -m pytest -p no:cacheprovider
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

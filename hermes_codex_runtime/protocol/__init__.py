@@ -1,0 +1,61 @@
+"""The protocol layer: pure data in, pure data out — no I/O, no threads, no processes.
+
+Request builders (:mod:`.requests`), host input mapping (:mod:`.inputs`), server-request answers
+(:mod:`.answers`), notification scope (:mod:`.scope`) and failure classification
+(:mod:`.failures`).
+"""
+
+from hermes_codex_runtime.protocol.answers import (
+    APPROVAL_METHODS,
+    METHOD_NOT_FOUND,
+    Decision,
+    answer_for,
+    approval_kind,
+    is_known,
+    safe_answer,
+)
+from hermes_codex_runtime.protocol.failures import (
+    Failure,
+    FailureKind,
+    classify,
+    classify_error_notification,
+)
+from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
+from hermes_codex_runtime.protocol.requests import (
+    compact_start_params,
+    sandbox_policy,
+    thread_resume_params,
+    thread_settings,
+    thread_start_params,
+    turn_interrupt_params,
+    turn_start_params,
+    turn_steer_params,
+)
+from hermes_codex_runtime.protocol.scope import Scope, scope_of
+
+__all__ = [
+    "APPROVAL_METHODS",
+    "METHOD_NOT_FOUND",
+    "Decision",
+    "Failure",
+    "FailureKind",
+    "InputError",
+    "Scope",
+    "answer_for",
+    "approval_kind",
+    "classify",
+    "classify_error_notification",
+    "compact_start_params",
+    "is_known",
+    "plain_text",
+    "safe_answer",
+    "sandbox_policy",
+    "scope_of",
+    "thread_resume_params",
+    "thread_settings",
+    "thread_start_params",
+    "to_user_input",
+    "turn_interrupt_params",
+    "turn_start_params",
+    "turn_steer_params",
+]

@@ -1,0 +1,159 @@
+"""Answers to the requests codex sends the client (approvals, elicitations, tool calls).
+
+Every server request must get a schema-valid answer — a malformed one is treated by codex as a
+rejection, and an unanswered one hangs the turn. This module owns the table of safe "no" answers,
+and the mapping from a host's :class:`Decision` to the exact shape each method expects
+(permissions answer with ``{"permissions": ...}``, elicitations with ``{"action": ...}``, the
+legacy methods with a ``ReviewDecision``). Methods outside the table get JSON-RPC ``-32601``.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import StrEnum
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+METHOD_NOT_FOUND = -32601
+
+COMMAND_APPROVAL = "item/commandExecution/requestApproval"
+FILE_CHANGE_APPROVAL = "item/fileChange/requestApproval"
+PERMISSIONS_APPROVAL = "item/permissions/requestApproval"
+MCP_ELICITATION = "mcpServer/elicitation/request"
+USER_INPUT = "item/tool/requestUserInput"
+DYNAMIC_TOOL_CALL = "item/tool/call"
+LEGACY_EXEC_APPROVAL = "execCommandApproval"
+LEGACY_PATCH_APPROVAL = "applyPatchApproval"
+
+#: Methods whose answer is a decision a host (or a person) makes.
+APPROVAL_METHODS = frozenset(
+    {
+        COMMAND_APPROVAL,
+        FILE_CHANGE_APPROVAL,
+        PERMISSIONS_APPROVAL,
+        MCP_ELICITATION,
+        LEGACY_EXEC_APPROVAL,
+        LEGACY_PATCH_APPROVAL,
+    }
+)
+
+_SAFE_ANSWERS: dict[str, JsonObject] = {
+    COMMAND_APPROVAL: {"decision": "decline"},
+    FILE_CHANGE_APPROVAL: {"decision": "decline"},
+    PERMISSIONS_APPROVAL: {"permissions": {}},
+    MCP_ELICITATION: {"action": "decline", "content": None, "_meta": None},
+    USER_INPUT: {"answers": {}},
+    DYNAMIC_TOOL_CALL: {"contentItems": [], "success": False},
+    LEGACY_EXEC_APPROVAL: {"decision": {"denied": {"rejection": "Declined."}}},
+    LEGACY_PATCH_APPROVAL: {"decision": {"denied": {"rejection": "Declined."}}},
+}
+
+
+class Decision(StrEnum):
+    """A host's answer to an approval, independent of the method's wire shape."""
+
+    ACCEPT = "accept"
+    ACCEPT_FOR_SESSION = "acceptForSession"
+    DECLINE = "decline"
+    CANCEL = "cancel"  # decline and end the turn
+
+    @classmethod
+    def coerce(cls, value: Any) -> Decision:
+        """A decision from loose host input; anything unrecognised is a DECLINE (fail closed)."""
+        if isinstance(value, Decision):
+            return value
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            aliases = {
+                "accept": cls.ACCEPT,
+                "approve": cls.ACCEPT,
+                "approved": cls.ACCEPT,
+                "once": cls.ACCEPT,
+                "yes": cls.ACCEPT,
+                "acceptforsession": cls.ACCEPT_FOR_SESSION,
+                "session": cls.ACCEPT_FOR_SESSION,
+                "always": cls.ACCEPT_FOR_SESSION,
+                "cancel": cls.CANCEL,
+                "abort": cls.CANCEL,
+            }
+            return aliases.get(lowered, cls.DECLINE)
+        return cls.DECLINE
+
+    @property
+    def accepts(self) -> bool:
+        """True for the two accepting decisions."""
+        return self in (Decision.ACCEPT, Decision.ACCEPT_FOR_SESSION)
+
+
+def is_known(method: str) -> bool:
+    """True when ``method`` is a server request this module can answer."""
+    return method in _SAFE_ANSWERS
+
+
+def safe_answer(method: str) -> JsonObject | None:
+    """The fail-closed answer for ``method``, or ``None`` when it must get a ``-32601`` error."""
+    answer = _SAFE_ANSWERS.get(method)
+    return copy.deepcopy(answer) if answer is not None else None
+
+
+# The legacy (v1) ReviewDecision. codex >= 0.163 spells a denial as an object carrying the
+# rejection text; v2 threads never send these methods, but an answer must still be valid.
+_LEGACY: dict[Decision, Any] = {
+    Decision.ACCEPT: "approved",
+    Decision.ACCEPT_FOR_SESSION: "approved_for_session",
+    Decision.DECLINE: {"denied": {"rejection": "Declined."}},
+    Decision.CANCEL: "abort",
+}
+
+
+def answer_for(method: str, decision: Decision, params: JsonObject | None = None,
+               *, content: Any = None) -> JsonObject | None:
+    """The wire answer that carries ``decision`` for a ``method`` request with ``params``.
+
+    Returns ``None`` for methods outside the table (answer them with ``-32601``). For methods that
+    are not approvals (user input, dynamic tools) the safe answer is returned whatever the
+    decision. ``content`` is the accepted elicitation's form content (``{}`` when omitted).
+    """
+    params = params or {}
+    if method in (COMMAND_APPROVAL, FILE_CHANGE_APPROVAL):
+        return {"decision": decision.value}
+    if method in (LEGACY_EXEC_APPROVAL, LEGACY_PATCH_APPROVAL):
+        return {"decision": copy.deepcopy(_LEGACY[decision])}
+    if method == PERMISSIONS_APPROVAL:
+        if not decision.accepts:
+            return {"permissions": {}}
+        requested = params.get("permissions")
+        granted = copy.deepcopy(requested) if isinstance(requested, dict) else {}
+        scope = "session" if decision is Decision.ACCEPT_FOR_SESSION else "turn"
+        return {"permissions": granted, "scope": scope}
+    if method == MCP_ELICITATION:
+        if decision.accepts:
+            return {"action": "accept", "content": content if content is not None else {},
+                    "_meta": None}
+        action = "cancel" if decision is Decision.CANCEL else "decline"
+        return {"action": action, "content": None, "_meta": None}
+    return safe_answer(method)
+
+
+def approval_kind(method: str, params: JsonObject | None = None) -> str:
+    """A short name of what is being approved: ``command``, ``file_change``, ``permissions``,
+    ``mcp_tool_call`` (an elicitation that is really an MCP tool approval), ``elicitation``,
+    ``user_input``, ``dynamic_tool`` or ``unknown``."""
+    params = params or {}
+    if method in (COMMAND_APPROVAL, LEGACY_EXEC_APPROVAL):
+        return "command"
+    if method in (FILE_CHANGE_APPROVAL, LEGACY_PATCH_APPROVAL):
+        return "file_change"
+    if method == PERMISSIONS_APPROVAL:
+        return "permissions"
+    if method == MCP_ELICITATION:
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and meta.get("codex_approval_kind") == "mcp_tool_call":
+            return "mcp_tool_call"
+        return "elicitation"
+    if method == USER_INPUT:
+        return "user_input"
+    if method == DYNAMIC_TOOL_CALL:
+        return "dynamic_tool"
+    return "unknown"

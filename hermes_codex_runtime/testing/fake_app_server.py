@@ -1,0 +1,621 @@
+"""A fake ``codex app-server`` for faults the real binary cannot be made to produce.
+
+Run as ``python -m hermes_codex_runtime.testing.fake_app_server app-server`` (the launcher written
+by :class:`hermes_codex_runtime.testing.fake.FakeCodex` does this). It speaks newline-delimited
+JSON-RPC on stdio like codex, and:
+
+* validates every client request, notification and reply to its server requests against the
+  schema the INSTALLED codex binary generates (``$FAKE_CODEX_SCHEMA``), rejecting what codex would
+  reject with codex's error shape and recording fields codex would silently ignore;
+* validates its own outbound messages against the same schema (``self_errors`` in the log), so the
+  fake never teaches the client a shape codex does not send;
+* plays scripted turns from ``$FAKE_CODEX_STATE/scenario.json`` and keeps state across processes
+  (known threads, the position in the turn script, spawned grandchildren), so resume and
+  cross-process tests work.
+
+Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``partial``,
+``reasoning``, ``command``, ``file_change``, ``permissions``, ``elicitation``, ``request``,
+``usage``, ``error``, ``fail``, ``crash``, ``hang``, ``no_complete``, ``turn_aborted``,
+``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``.
+Standard library, psutil and the stdlib-only schema validator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from hermes_codex_runtime.testing.schema import ProtocolSchema, Verdict
+
+JsonObject = dict[str, Any]
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class FakeAppServer:
+    """The fake's state machine. One instance per process."""
+
+    def __init__(self, state_dir: Path, schema: ProtocolSchema | None) -> None:
+        self.state = state_dir
+        self.schema = schema
+        self.scenario: JsonObject = self._read_json("scenario.json", {})
+        self.version = str(self.scenario.get("version", "0.163.0"))
+        self._out_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._server_ids = itertools.count(0)
+        self._waiting: dict[int, tuple[str, threading.Event, list[JsonObject]]] = {}
+        self._waiting_lock = threading.Lock()
+        self.initialized = False
+        self.active: tuple[str, str] | None = None  # (thread id, turn id)
+        self._interrupt = threading.Event()
+        self._turn_thread: threading.Thread | None = None
+        self.cwd = os.getcwd()
+
+    # ------------------------------------------------------------------ persistence
+
+    def _read_json(self, name: str, default: Any) -> Any:
+        try:
+            return json.loads((self.state / name).read_text())
+        except (OSError, ValueError):
+            return default
+
+    def _write_json(self, name: str, value: Any) -> None:
+        tmp = self.state / f".{name}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(value))
+        os.replace(tmp, self.state / name)
+
+    def log(self, entry: JsonObject) -> None:
+        entry = {"pid": os.getpid(), "t": time.time(), **entry}
+        line = json.dumps(entry, default=str)
+        with self._log_lock, open(self.state / "log.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
+    def _known_threads(self) -> list[str]:
+        return list(self._read_json("threads.json", []))
+
+    def _add_thread(self, thread_id: str) -> None:
+        threads = self._known_threads()
+        if thread_id not in threads:
+            threads.append(thread_id)
+            self._write_json("threads.json", threads)
+
+    def _next_turn_script(self) -> list[JsonObject]:
+        turns = self.scenario.get("turns", [])
+        counter = self._read_json("turn_counter.json", 0)
+        self._write_json("turn_counter.json", counter + 1)
+        if counter < len(turns):
+            return list(turns[counter])
+        return list(self.scenario.get("default_turn", [{"message": "ok"}]))
+
+    # ------------------------------------------------------------------ output
+
+    def _write_raw(self, data: bytes) -> None:
+        with self._out_lock:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+
+    def send(self, message: JsonObject) -> None:
+        self._check_outbound(message)
+        self._write_raw(json.dumps(message).encode() + b"\n")
+
+    def notify(self, method: str, params: JsonObject) -> None:
+        self.send({"method": method, "params": params,
+                   "emittedAtMs": int(time.time() * 1000)})
+
+    def _check_outbound(self, message: JsonObject) -> None:
+        if self.schema is None:
+            return
+        method = message.get("method")
+        verdict: Verdict | None = None
+        if isinstance(method, str) and "id" in message:
+            verdict = self.schema.check_server_request(method, message.get("params"))
+        elif isinstance(method, str):
+            verdict = self.schema.check_server_notification(method, message.get("params"))
+        elif "result" in message and isinstance(message.get("_method"), str):
+            verdict = self.schema.check_response(message.pop("_method"), message["result"])
+        message.pop("_method", None)
+        if verdict is not None and not verdict.ok:
+            self.log({"dir": "out", "method": method, "self_errors": verdict.errors})
+
+    def reply(self, rid: Any, method: str, result: JsonObject) -> None:
+        self.send({"id": rid, "result": result, "_method": method})
+
+    def reply_error(self, rid: Any, code: int, message: str) -> None:
+        self.send({"id": rid, "error": {"code": code, "message": message}})
+
+    def stderr(self, *lines: str) -> None:
+        for line in lines:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    # ------------------------------------------------------------------ input
+
+    def serve(self) -> None:
+        self.stderr(*self.scenario.get("stderr_at_start", []))
+        for raw in sys.stdin.buffer:
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.log({"dir": "in", "kind": "garbage", "line": line[:200].decode("utf-8",
+                                                                                    "replace")})
+                continue
+            if self.scenario.get("hang_process"):
+                self.log({"dir": "in", "kind": "ignored_while_hung",
+                          "method": message.get("method")})
+                continue
+            self.handle(message)
+        self.log({"dir": "in", "kind": "eof"})
+        if self.scenario.get("ignore_eof"):
+            while True:  # a wedged codex: only a signal ends it
+                time.sleep(3600)
+
+    def handle(self, message: JsonObject) -> None:
+        method = message.get("method")
+        if method is None and "id" in message:
+            self._handle_reply(message)
+            return
+        if not isinstance(method, str):
+            self.log({"dir": "in", "kind": "invalid", "message": message})
+            return
+        params = message.get("params")
+        if "id" not in message:
+            verdict = (self.schema.check_client_notification(method, params)
+                       if self.schema else Verdict())
+            self.log({"dir": "in", "kind": "notification", "method": method,
+                      "errors": verdict.errors, "ignored": verdict.ignored})
+            if method == "initialized":
+                self.initialized = True
+            return
+        rid = message["id"]
+        verdict = self.schema.check_client_request(method, params) if self.schema else Verdict()
+        self.log({"dir": "in", "kind": "request", "method": method, "id": rid,
+                  "params": params, "errors": verdict.errors, "ignored": verdict.ignored})
+        if verdict.errors:
+            self.reply_error(rid, -32600, f"Invalid request: {verdict.errors[0]}")
+            return
+        params = params or {}
+        handler = getattr(self, "_on_" + method.replace("/", "_"), None)
+        if method != "initialize" and not self.initialized and not self.scenario.get(
+                "lenient_initialized"):
+            self.reply_error(rid, -32600, "Not initialized")
+            return
+        if handler is None:
+            self.reply_error(rid, -32600, f"Invalid request: unsupported method `{method}`")
+            return
+        handler(rid, params)
+
+    def _handle_reply(self, message: JsonObject) -> None:
+        rid = message.get("id")
+        with self._waiting_lock:
+            waiting = self._waiting.pop(rid, None) if isinstance(rid, int) else None
+        if waiting is None:
+            self.log({"dir": "in", "kind": "late_or_unknown_reply", "id": rid,
+                      "message": message})
+            return
+        method, event, box = waiting
+        errors: list[str] = []
+        ignored: list[str] = []
+        if "result" in message and self.schema is not None:
+            known = method in self.schema.server_request_methods
+            if known:
+                verdict = self.schema.check_reply_to_server_request(method, message["result"])
+                errors, ignored = verdict.errors, verdict.ignored
+        self.log({"dir": "in", "kind": "reply", "method": method, "id": rid,
+                  "result": message.get("result"), "error": message.get("error"),
+                  "errors": errors, "ignored": ignored})
+        box.append(message)
+        event.set()
+
+    # ------------------------------------------------------------------ requests
+
+    def _on_initialize(self, rid: Any, params: JsonObject) -> None:
+        mode = self.scenario.get("initialize", "ok")
+        if mode == "hang":
+            return
+        if mode == "exit":
+            self.stderr("Error: invalid configuration: unknown variant `bogus` (fake)")
+            sys.stdout.flush()
+            os._exit(1)
+        name = params.get("clientInfo", {}).get("name", "client")
+        self.reply(rid, "initialize", {
+            "userAgent": f"{name}/{self.version} (Linux; x86_64) fake",
+            "codexHome": str(self.state),
+            "platformFamily": "unix",
+            "platformOs": "linux",
+        })
+
+    def _thread_object(self, thread_id: str) -> JsonObject:
+        now = int(time.time())
+        return {
+            "id": thread_id, "sessionId": thread_id, "cliVersion": self.version,
+            "createdAt": now, "updatedAt": now, "cwd": self.cwd, "ephemeral": False,
+            "modelProvider": "mock", "preview": "", "projectId": None,
+            "source": "appServer", "status": {"type": "idle"}, "turns": [],
+        }
+
+    def _thread_response(self, thread_id: str, params: JsonObject) -> JsonObject:
+        return {
+            "thread": self._thread_object(thread_id),
+            "model": params.get("model") or "mock-model",
+            "modelProvider": params.get("modelProvider") or "mock",
+            "cwd": params.get("cwd") or self.cwd,
+            "approvalPolicy": params.get("approvalPolicy") or "on-request",
+            "approvalsReviewer": params.get("approvalsReviewer") or "user",
+            "sandbox": {"type": "readOnly"},
+        }
+
+    def _on_thread_start(self, rid: Any, params: JsonObject) -> None:
+        if self.scenario.get("thread_start") == "hang":
+            return
+        thread_id = str(uuid.uuid4())
+        if not params.get("ephemeral"):
+            self._add_thread(thread_id)
+        self.reply(rid, "thread/start", self._thread_response(thread_id, params))
+        self.notify("thread/started", {"thread": self._thread_object(thread_id)})
+
+    def _on_thread_resume(self, rid: Any, params: JsonObject) -> None:
+        thread_id = params["threadId"]
+        mode = self.scenario.get("resume", "ok")
+        if mode == "no_rollout" or (mode == "ok" and thread_id not in self._known_threads()):
+            self.reply_error(rid, -32600, f"no rollout found for thread id {thread_id}")
+            return
+        answered = str(uuid.uuid4()) if mode == "other_id" else thread_id
+        self.reply(rid, "thread/resume", self._thread_response(answered, params))
+
+    def _on_turn_start(self, rid: Any, params: JsonObject) -> None:
+        if self.active is not None:
+            self.reply_error(rid, -32600, "a turn is already running on this thread")
+            return
+        thread_id = params["threadId"]
+        turn_id = str(uuid.uuid4())
+        self.active = (thread_id, turn_id)
+        self._interrupt.clear()
+        self.reply(rid, "turn/start", {"turn": {"id": turn_id, "items": [],
+                                                 "status": "inProgress"}})
+        script = self._next_turn_script()
+        self._turn_thread = threading.Thread(target=self._run_turn,
+                                             args=(thread_id, turn_id, script), daemon=True)
+        self._turn_thread.start()
+
+    def _on_turn_interrupt(self, rid: Any, params: JsonObject) -> None:
+        if self.scenario.get("interrupt") == "hang":
+            return
+        if self.active is None or self.active[1] != params["turnId"]:
+            self.reply_error(rid, -32600, "no active turn to interrupt")
+            return
+        self.reply(rid, "turn/interrupt", {})
+        self._interrupt.set()
+
+    def _on_turn_steer(self, rid: Any, params: JsonObject) -> None:
+        if self.active is None or self.active[1] != params["expectedTurnId"]:
+            self.reply_error(rid, -32600, "Invalid request")
+            return
+        self.reply(rid, "turn/steer", {"turnId": self.active[1]})
+
+    def _on_thread_compact_start(self, rid: Any, params: JsonObject) -> None:
+        thread_id = params["threadId"]
+        self.reply(rid, "thread/compact/start", {})
+        turn_id = str(uuid.uuid4())
+        self.active = (thread_id, turn_id)
+        self._interrupt.clear()
+        script = list(self.scenario.get("compaction_turn", [{"compaction": True}]))
+        self._turn_thread = threading.Thread(target=self._run_turn,
+                                             args=(thread_id, turn_id, script), daemon=True)
+        self._turn_thread.start()
+
+    # ------------------------------------------------------------------ turns
+
+    def _scope(self, thread_id: str, turn_id: str, **extra: Any) -> JsonObject:
+        return {"threadId": thread_id, "turnId": turn_id, **extra}
+
+    def _now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def _item_started(self, thread_id: str, turn_id: str, item: JsonObject) -> None:
+        self.notify("item/started", self._scope(thread_id, turn_id, item=item,
+                                                startedAtMs=self._now_ms()))
+
+    def _item_completed(self, thread_id: str, turn_id: str, item: JsonObject) -> None:
+        self.notify("item/completed", self._scope(thread_id, turn_id, item=item,
+                                                  completedAtMs=self._now_ms()))
+
+    def _complete(self, thread_id: str, turn_id: str, status: str,
+                  error: JsonObject | None = None) -> None:
+        turn: JsonObject = {"id": turn_id, "items": [], "status": status}
+        if error is not None:
+            turn["error"] = error
+        self.notify("turn/completed", {"threadId": thread_id, "turn": turn})
+
+    def _server_request(self, method: str, params: JsonObject, timeout: float) -> JsonObject:
+        rid = next(self._server_ids)
+        event = threading.Event()
+        box: list[JsonObject] = []
+        with self._waiting_lock:
+            self._waiting[rid] = (method, event, box)
+        self.send({"id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while not event.wait(0.02):
+            if self._interrupt.is_set():
+                # Like codex: an interrupt does not cancel the pending request; the client must
+                # drop its own prompt. A late answer is logged as late_or_unknown_reply.
+                with self._waiting_lock:
+                    self._waiting.pop(rid, None)
+                self.log({"dir": "out", "kind": "request_abandoned", "id": rid,
+                          "method": method})
+                raise _Interrupted
+            if time.monotonic() > deadline:
+                with self._waiting_lock:
+                    self._waiting.pop(rid, None)
+                return {}
+        thread_id = params.get("threadId")
+        if isinstance(thread_id, str):
+            self.notify("serverRequest/resolved", {"threadId": thread_id, "requestId": rid})
+        return box[0]
+
+    def _check_interrupt(self) -> None:
+        if self._interrupt.is_set():
+            raise _Interrupted
+
+    def _run_turn(self, thread_id: str, turn_id: str, script: list[JsonObject]) -> None:
+        self.notify("turn/started", {"threadId": thread_id,
+                                     "turn": {"id": turn_id, "items": [],
+                                              "status": "inProgress"}})
+        ended = False
+        try:
+            for step in script:
+                self._check_interrupt()
+                outcome = self._step(thread_id, turn_id, step)
+                if outcome == "ended":
+                    ended = True
+                    break
+                if outcome == "silent_end":
+                    self.active = None
+                    return
+            if not ended:
+                self._complete(thread_id, turn_id, "completed")
+        except _Interrupted:
+            self._complete(thread_id, turn_id, "interrupted")
+        finally:
+            if self.active == (thread_id, turn_id):
+                self.active = None
+
+    def _wait_interruptible(self, seconds: float) -> None:
+        if self._interrupt.wait(seconds):
+            raise _Interrupted
+
+    def _step(self, thread_id: str, turn_id: str, step: JsonObject) -> str | None:
+        scope = (thread_id, turn_id)
+        if "sleep" in step:
+            self._wait_interruptible(float(step["sleep"]))
+        if "stderr" in step:
+            self.stderr(*step["stderr"])
+        if "garbage" in step:
+            self._write_raw(str(step["garbage"]).encode() + b"\n")
+        if "partial_json" in step:
+            self._write_raw(b'{"method":"item/agentMessage/delta","params":{"threadId"')
+            self._write_raw(b"\n")
+        if "message" in step or "partial" in step:
+            text = str(step.get("message", step.get("partial", "")))
+            item_id = step.get("id") or f"msg_{uuid.uuid4().hex[:8]}"
+            self._item_started(*scope, {"type": "agentMessage", "id": item_id, "text": ""})
+            for piece in _pieces(text, int(step.get("deltas", 1))):
+                self._check_interrupt()
+                self.notify("item/agentMessage/delta", self._scope(*scope, itemId=item_id,
+                                                                   delta=piece))
+                if step.get("delta_delay"):
+                    self._wait_interruptible(float(step["delta_delay"]))
+            if "message" in step:
+                self._item_completed(*scope, {"type": "agentMessage", "id": item_id,
+                                              "text": text})
+        if "huge_delta" in step:
+            item_id = f"msg_{uuid.uuid4().hex[:8]}"
+            text = "x" * int(step["huge_delta"])
+            self._item_started(*scope, {"type": "agentMessage", "id": item_id, "text": ""})
+            self.notify("item/agentMessage/delta", self._scope(*scope, itemId=item_id,
+                                                               delta=text))
+            self._item_completed(*scope, {"type": "agentMessage", "id": item_id, "text": text})
+        if "turn_aborted" in step:
+            item_id = f"msg_{uuid.uuid4().hex[:8]}"
+            self._item_started(*scope, {"type": "agentMessage", "id": item_id, "text": ""})
+            self.notify("item/agentMessage/delta", self._scope(*scope, itemId=item_id,
+                                                               delta="<turn_aborted>"))
+            return "silent_end"
+        if "reasoning" in step:
+            item_id = f"rs_{uuid.uuid4().hex[:8]}"
+            text = str(step["reasoning"])
+            self._item_started(*scope, {"type": "reasoning", "id": item_id, "summary": [],
+                                        "content": []})
+            self.notify("item/reasoning/summaryTextDelta",
+                        self._scope(*scope, itemId=item_id, delta=text, summaryIndex=0))
+            self._item_completed(*scope, {"type": "reasoning", "id": item_id,
+                                          "summary": [text], "content": []})
+        if "command" in step:
+            return self._command(scope, step)
+        if "file_change" in step:
+            return self._file_change(scope, step)
+        if "permissions" in step:
+            self._server_request("item/permissions/requestApproval", self._scope(
+                *scope, itemId=f"perm_{uuid.uuid4().hex[:8]}", cwd=self.cwd,
+                permissions=step["permissions"], reason="needs more access",
+                startedAtMs=self._now_ms()), float(step.get("timeout", 60)))
+        if "elicitation" in step:
+            params = {"threadId": thread_id, "turnId": turn_id, "serverName": "fake",
+                      "mode": "form", "message": str(step["elicitation"]),
+                      "requestedSchema": {"type": "object", "properties": {}},
+                      "_meta": step.get("meta")}
+            self._server_request("mcpServer/elicitation/request", params,
+                                 float(step.get("timeout", 60)))
+        if "request" in step:
+            request = step["request"]
+            self._server_request(request["method"], request.get("params", {}),
+                                 float(step.get("timeout", 60)))
+        if "usage" in step:
+            u = step["usage"]
+            last = _breakdown(u)
+            usage: JsonObject = {"last": last, "total": (step.get("total") and
+                                 _breakdown(step["total"])) or last}
+            if "window" in u:
+                usage["modelContextWindow"] = u["window"]
+            self.notify("thread/tokenUsage/updated", self._scope(*scope, tokenUsage=usage))
+        if "compaction" in step:
+            item_id = f"cc_{uuid.uuid4().hex[:8]}"
+            self._item_started(*scope, {"type": "contextCompaction", "id": item_id})
+            self._item_completed(*scope, {"type": "contextCompaction", "id": item_id})
+        if "error" in step:
+            e = step["error"]
+            self.notify("error", self._scope(*scope, willRetry=bool(e.get("will_retry")),
+                                             error={"message": e.get("message", "error"),
+                                                    "codexErrorInfo": e.get("info"),
+                                                    "additionalDetails": e.get("details")}))
+        if "fail" in step:
+            f = step["fail"]
+            self._complete(thread_id, turn_id, "failed", {
+                "message": f.get("message", "failed"), "codexErrorInfo": f.get("info"),
+                "additionalDetails": None})
+            return "ended"
+        if "grandchild" in step:
+            child = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(600)"],
+                start_new_session=True, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            created = psutil.Process(child.pid).create_time()
+            with open(self.state / "grandchildren.txt", "a", encoding="utf-8") as fh:
+                fh.write(f"{child.pid} {created!r}\n")
+        if "foreign" in step:
+            other_thread = str(uuid.uuid4())
+            other_turn = str(uuid.uuid4())
+            item_id = f"msg_{uuid.uuid4().hex[:8]}"
+            self._item_started(other_thread, other_turn, {"type": "agentMessage", "id": item_id,
+                                                          "text": ""})
+            self.notify("item/agentMessage/delta", self._scope(other_thread, other_turn,
+                                                               itemId=item_id,
+                                                               delta="FOREIGN"))
+            self._complete(other_thread, other_turn, "completed")
+            self._item_started(thread_id, other_turn, {"type": "agentMessage", "id": item_id,
+                                                       "text": ""})
+            self.notify("item/agentMessage/delta", self._scope(thread_id, other_turn,
+                                                               itemId=item_id,
+                                                               delta="OTHER-TURN"))
+        if "crash" in step:
+            self.stderr(*step.get("crash_stderr", []))
+            sys.stdout.flush()
+            os._exit(int(step["crash"]))
+        if step.get("hang") or step.get("no_complete"):
+            while not self._interrupt.wait(0.05):
+                pass
+            if step.get("no_complete"):
+                self.active = None
+                return "silent_end"
+            raise _Interrupted
+        return None
+
+    def _command(self, scope: tuple[str, str], step: JsonObject) -> str | None:
+        item_id = step.get("id") or f"call_{uuid.uuid4().hex[:8]}"
+        command = str(step["command"])
+        item: JsonObject = {"type": "commandExecution", "id": item_id, "command": command,
+                "cwd": self.cwd, "status": "inProgress", "commandActions": []}
+        self._item_started(*scope, item)
+        decision: Any = "accept"
+        if step.get("approval"):
+            reply = self._server_request("item/commandExecution/requestApproval", self._scope(
+                *scope, itemId=item_id, command=command, cwd=self.cwd,
+                reason=step.get("reason", "needs approval"), startedAtMs=self._now_ms()),
+                float(step.get("timeout", 60)))
+            decision = (reply.get("result") or {}).get("decision", "decline")
+        if decision == "cancel":
+            raise _Interrupted
+        done = dict(item)
+        if decision in ("accept", "acceptForSession") or isinstance(decision, dict):
+            output = str(step.get("output", ""))
+            if output:
+                self.notify("item/commandExecution/outputDelta",
+                            self._scope(*scope, itemId=item_id, delta=output))
+            done.update(status="completed", aggregatedOutput=output,
+                        exitCode=int(step.get("exit_code", 0)))
+        else:
+            done.update(status="declined")
+        self._item_completed(*scope, done)
+        return None
+
+    def _file_change(self, scope: tuple[str, str], step: JsonObject) -> str | None:
+        item_id = step.get("id") or f"patch_{uuid.uuid4().hex[:8]}"
+        change = step["file_change"]
+        changes = [{"path": change.get("path", "f.txt"), "diff": change.get("diff", "+x\n"),
+                    "kind": {"type": change.get("kind", "add")}}]
+        item: JsonObject = {"type": "fileChange", "id": item_id, "changes": changes,
+                            "status": "inProgress"}
+        self._item_started(*scope, item)
+        decision: Any = "accept"
+        if step.get("approval", True):
+            reply = self._server_request("item/fileChange/requestApproval", self._scope(
+                *scope, itemId=item_id, reason=step.get("reason"), startedAtMs=self._now_ms()),
+                float(step.get("timeout", 60)))
+            decision = (reply.get("result") or {}).get("decision", "decline")
+        if decision == "cancel":
+            raise _Interrupted
+        done = dict(item)
+        done["status"] = "completed" if decision in ("accept", "acceptForSession") else "declined"
+        self._item_completed(*scope, done)
+        return None
+
+
+def _breakdown(u: JsonObject) -> JsonObject:
+    inp = int(u.get("input", 0))
+    out = int(u.get("output", 0))
+    return {"inputTokens": inp, "cachedInputTokens": int(u.get("cached", 0)),
+            "outputTokens": out, "reasoningOutputTokens": int(u.get("reasoning", 0)),
+            "totalTokens": int(u.get("total", inp + out))}
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    if count <= 1 or len(text) <= 1:
+        return [text]
+    count = min(count, len(text))
+    size = -(-len(text) // count)
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``--version`` or ``app-server``."""
+    args = sys.argv[1:] if argv is None else argv
+    state = Path(os.environ.get("FAKE_CODEX_STATE") or ".")
+    scenario: JsonObject = {}
+    with contextlib.suppress(OSError, ValueError):
+        scenario = json.loads((state / "scenario.json").read_text())
+    if args[:1] == ["--version"]:
+        print(f"codex-cli {scenario.get('version', '0.163.0')}")
+        return 0
+    if args[:1] != ["app-server"]:
+        print(f"fake codex: unsupported arguments {args}", file=sys.stderr)
+        return 2
+    if scenario.get("exit_at_start") is not None:
+        print(scenario.get("exit_message", "Error: fake codex refused to start"),
+              file=sys.stderr)
+        return int(scenario["exit_at_start"])
+    schema_dir = os.environ.get("FAKE_CODEX_SCHEMA")
+    schema = ProtocolSchema(schema_dir) if schema_dir else None
+    server = FakeAppServer(state, schema)
+    server.log({"dir": "start", "argv": args, "env_keys": sorted(os.environ)})
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

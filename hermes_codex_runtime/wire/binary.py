@@ -1,0 +1,166 @@
+"""Finding the codex binary and checking its version.
+
+Lookup order: an explicit setting (``model.codex_bin``), then ``$CODEX_BIN``, then the binary
+bundled by the ``openai-codex-cli-bin`` package (``codex_cli_bin``), then ``PATH``. Every failure
+is a :class:`CodexBinaryError` whose ``fix`` says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hermes_codex_runtime.wire.errors import CodexBinaryError
+
+MIN_CODEX_VERSION: tuple[int, int, int] = (0, 125, 0)
+
+INSTALL_HINT = (
+    "Install it with `pip install 'hermes-codex-runtime[codex]'` (or `npm i -g @openai/codex`), "
+    "or set `model.codex_bin` in ~/.hermes/config.yaml (or $CODEX_BIN) to its full path."
+)
+
+_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class CodexBinary:
+    """A resolved codex executable: its path, where the setting came from, and the directory of
+    helper binaries (``rg``) to put first on ``PATH`` when it is the bundled one."""
+
+    path: str
+    source: str  # "setting" | "CODEX_BIN" | "bundled" | "PATH"
+    path_prepend: str | None = None
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``"codex-cli 0.163.0"`` or a userAgent ``"codex_cli_rs/0.163.0 (...)"`` → ``(0, 163, 0)``."""
+    if not text:
+        return None
+    if "/" in text:
+        text = text.split("/", 1)[1]
+    match = _VERSION_RE.search(text)
+    if match is None:
+        return None
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
+def format_version(version: tuple[int, int, int]) -> str:
+    """``(0, 163, 0)`` → ``"0.163.0"``."""
+    return ".".join(str(part) for part in version)
+
+
+def _bundled() -> CodexBinary | None:
+    try:
+        import codex_cli_bin
+    except ImportError:
+        return None
+    try:
+        path = str(codex_cli_bin.bundled_codex_path())
+        helpers = str(codex_cli_bin.bundled_path_dir())
+    except Exception:
+        return None
+    if not os.path.isfile(path):
+        return None
+    return CodexBinary(path=path, source="bundled", path_prepend=helpers)
+
+
+def _check_runnable(path: str, source: str) -> str:
+    label = "model.codex_bin" if source == "setting" else source
+    if os.path.isdir(path):
+        raise CodexBinaryError(
+            f"The codex binary from {label} ({path!r}) is a directory, not a program.",
+            INSTALL_HINT,
+        )
+    if os.sep in path or (os.altsep and os.altsep in path):
+        if not os.path.exists(path):
+            raise CodexBinaryError(f"The codex binary from {label} ({path!r}) does not exist.",
+                                   INSTALL_HINT)
+        if not os.access(path, os.X_OK):
+            raise CodexBinaryError(
+                f"The codex binary from {label} ({path!r}) is not executable.",
+                f"Run `chmod +x {path}` or point {label} at the right file.",
+            )
+        return os.path.abspath(path)
+    found = shutil.which(path)
+    if found is None:
+        raise CodexBinaryError(f"The codex binary {path!r} from {label} is not on PATH.",
+                               INSTALL_HINT)
+    return found
+
+
+def resolve_codex_binary(
+    setting: str | None = None, environ: Mapping[str, str] | None = None
+) -> CodexBinary:
+    """Find the codex executable, in the documented order. Raises :class:`CodexBinaryError`."""
+    env = os.environ if environ is None else environ
+    if setting is not None and not isinstance(setting, str):
+        raise CodexBinaryError(
+            f"model.codex_bin must be a path (a string), got {type(setting).__name__}.",
+            "Set `model.codex_bin: /full/path/to/codex` in ~/.hermes/config.yaml.",
+        )
+    bundled = _bundled()
+    for source, value in (("setting", setting), ("CODEX_BIN", env.get("CODEX_BIN"))):
+        if value and value.strip():
+            path = _check_runnable(os.path.expanduser(value.strip()), source)
+            # The bundled binary named explicitly still needs its helper directory (rg).
+            same = bundled is not None and os.path.realpath(path) == os.path.realpath(bundled.path)
+            return CodexBinary(path=path, source=source,
+                               path_prepend=bundled.path_prepend if same and bundled else None)
+    if bundled is not None:
+        return bundled
+    on_path = shutil.which("codex", path=env.get("PATH"))
+    if on_path:
+        return CodexBinary(path=on_path, source="PATH")
+    raise CodexBinaryError("No codex binary was found (setting, $CODEX_BIN, bundled, PATH).",
+                           INSTALL_HINT)
+
+
+def probe_version(binary: CodexBinary, timeout: float = 15.0) -> tuple[int, int, int]:
+    """Run ``codex --version`` and return the parsed version. Raises :class:`CodexBinaryError`."""
+    try:
+        proc = subprocess.run(
+            [binary.path, "--version"],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise CodexBinaryError(f"{binary.path!r} could not be started ({exc}).",
+                               INSTALL_HINT) from exc
+    except PermissionError as exc:
+        raise CodexBinaryError(f"{binary.path!r} is not executable ({exc}).",
+                               INSTALL_HINT) from exc
+    except OSError as exc:
+        raise CodexBinaryError(f"{binary.path!r} is not a program this machine can run ({exc}).",
+                               INSTALL_HINT) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CodexBinaryError(f"`{binary.path} --version` did not finish in {timeout:g}s.",
+                               INSTALL_HINT) from exc
+    version = parse_version(proc.stdout.strip()) if proc.returncode == 0 else None
+    if version is None or "codex" not in proc.stdout.lower():
+        raise CodexBinaryError(
+            f"{binary.path!r} does not look like codex (`--version` printed "
+            f"{(proc.stdout or proc.stderr).strip()[:120]!r}).",
+            INSTALL_HINT,
+        )
+    require_supported(version, binary.path)
+    return version
+
+
+def require_supported(version: tuple[int, int, int], where: str = "codex") -> None:
+    """Raise :class:`CodexBinaryError` when ``version`` is older than :data:`MIN_CODEX_VERSION`."""
+    if version < MIN_CODEX_VERSION:
+        raise CodexBinaryError(
+            f"{where} is codex {format_version(version)}, older than the "
+            f"{format_version(MIN_CODEX_VERSION)} this plugin needs.",
+            INSTALL_HINT,
+        )

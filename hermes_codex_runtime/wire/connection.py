@@ -1,0 +1,505 @@
+"""One connection to one ``codex app-server`` process (newline-delimited JSON-RPC over stdio).
+
+Owns: spawning the process, the ``initialize``/``initialized`` handshake, framing, request/reply
+correlation, the ordered inbound stream, the stderr tail, and closing the whole process tree.
+
+Invariants:
+
+* Only the reader thread consumes stdout. Replies go to the request waiting for them;
+  notifications and server requests go, in wire order, to ONE inbound stream that the session layer
+  consumes by blocking on :meth:`AppServerConnection.next_inbound` — no polling interval.
+* When stdout closes (codex died, or :meth:`close`), every pending request fails at once with
+  :class:`TransportClosed`, and the inbound stream ends (``next_inbound`` raises).
+* Stderr is always drained into a bounded tail; :meth:`stderr_tail` is redacted.
+* :meth:`close` is idempotent, thread-safe and bounded: it closes stdin, waits briefly,
+  terminates, kills, and reaps every descendant snapshotted before the root was retired.
+
+What the messages *mean* (turns, approvals, projections) is the session layer's business.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import logging
+import queue
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from hermes_codex_runtime.wire.binary import (
+    CodexBinary,
+    parse_version,
+    require_supported,
+    resolve_codex_binary,
+)
+from hermes_codex_runtime.wire.env import spawn_environment
+from hermes_codex_runtime.wire.errors import (
+    CodexBinaryError,
+    RequestTimeout,
+    ServerError,
+    TransportClosed,
+    WireError,
+)
+from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, snapshot_descendants
+from hermes_codex_runtime.wire.redact import redact
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+RequestId = int | str
+
+STDERR_TAIL_LINES = 500
+STDERR_LINE_MAX = 4096
+DIAGNOSTIC_LINES = 100
+DIAGNOSTIC_LINE_MAX = 1000
+CLIENT_NAME = "hermes-codex-runtime"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A message the server sent on its own: a notification (``id is None``) or a server request
+    that must be answered with :meth:`AppServerConnection.respond` / ``respond_error``."""
+
+    method: str
+    params: JsonObject
+    id: RequestId | None = None
+
+    @property
+    def is_request(self) -> bool:
+        """True for a server request (it carries an id, and 0 is a valid id)."""
+        return self.id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What ``initialize`` answered, plus the version parsed from ``userAgent``."""
+
+    user_agent: str
+    codex_home: str
+    platform_family: str
+    platform_os: str
+    version: tuple[int, int, int] | None
+
+
+@dataclass(slots=True)
+class SpawnOptions:
+    """How to start ``codex app-server``. Every field is optional; see :func:`spawn_environment`
+    for the default environment policy."""
+
+    codex_bin: str | None = None
+    codex_home: str | None = None
+    env: Mapping[str, str] | None = None
+    extra_env: Mapping[str, str] | None = None
+    extra_args: Sequence[str] = ()
+    cwd: str | None = None
+    initialize_timeout: float = 20.0
+    client_version: str = "0"
+    client_title: str = "Hermes Agent (codex runtime)"
+    opt_out_notifications: Sequence[str] = field(default_factory=tuple)
+
+
+class _Waiter:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reply: JsonObject | BaseException | None = None
+
+
+_END = object()  # the inbound stream's end marker
+
+
+class AppServerConnection:
+    """A live ``codex app-server`` child and the JSON-RPC conversation with it.
+
+    Use :meth:`spawn` (which also performs the handshake) or construct with an already started
+    ``subprocess.Popen`` (tests, custom launchers) and call :meth:`initialize` yourself.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], *,
+                 binary: CodexBinary | None = None) -> None:
+        if process.stdin is None or process.stdout is None or process.stderr is None:
+            raise ValueError("the app-server process needs stdin, stdout and stderr pipes")
+        self._proc = process
+        self._stdin: IO[bytes] = process.stdin
+        self.binary = binary
+        self.server: ServerInfo | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, _Waiter] = {}
+        self._pending_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        self._inbound: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._inbound_ended = False
+        self._transport_error: str | None = None
+        self._closed = False
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._diagnostics: collections.deque[str] = collections.deque(maxlen=DIAGNOSTIC_LINES)
+        self._reader = threading.Thread(
+            target=self._read_stdout, name=f"codex-stdout-{process.pid}", daemon=True
+        )
+        self._stderr_reader = threading.Thread(
+            target=self._read_stderr, name=f"codex-stderr-{process.pid}", daemon=True
+        )
+        self._reader.start()
+        self._stderr_reader.start()
+
+    # ------------------------------------------------------------------ start-up
+
+    @classmethod
+    def spawn(cls, options: SpawnOptions | None = None) -> AppServerConnection:
+        """Resolve the binary, start ``codex app-server`` and complete the handshake.
+
+        Raises :class:`CodexBinaryError` (missing / not runnable / too old),
+        :class:`TransportClosed` (it exited during start-up; the message carries the redacted
+        stderr tail) or :class:`RequestTimeout`. Never leaves a process behind on failure.
+        """
+        opts = options or SpawnOptions()
+        binary = resolve_codex_binary(opts.codex_bin)
+        env = spawn_environment(
+            opts.env,
+            codex_home=opts.codex_home,
+            path_prepend=binary.path_prepend,
+            extra=opts.extra_env,
+        )
+        argv = [binary.path, "app-server", *opts.extra_args]
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=opts.cwd,
+                bufsize=-1,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise CodexBinaryError(
+                f"Could not start {binary.path!r} ({exc}).",
+                "Check `model.codex_bin` / $CODEX_BIN, or reinstall codex.",
+            ) from exc
+        conn = cls(process, binary=binary)
+        try:
+            conn.initialize(
+                timeout=opts.initialize_timeout,
+                client_version=opts.client_version,
+                client_title=opts.client_title,
+                opt_out_notifications=opts.opt_out_notifications,
+            )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def initialize(
+        self,
+        *,
+        timeout: float = 20.0,
+        client_version: str = "0",
+        client_title: str = "Hermes Agent (codex runtime)",
+        opt_out_notifications: Sequence[str] = (),
+    ) -> ServerInfo:
+        """Send ``initialize`` then ``initialized``; check the server's version."""
+        capabilities: JsonObject = {}
+        if opt_out_notifications:
+            capabilities["optOutNotificationMethods"] = list(opt_out_notifications)
+        params: JsonObject = {
+            "clientInfo": {
+                "name": CLIENT_NAME,
+                "title": client_title,
+                "version": client_version,
+            },
+            "capabilities": capabilities,
+        }
+        try:
+            result = self.request("initialize", params, timeout=timeout)
+        except TransportClosed as exc:
+            raise TransportClosed(
+                f"codex app-server exited during start-up (exit code {self.returncode}). "
+                f"{self._tail_hint()}"
+            ) from exc
+        user_agent = str(result.get("userAgent", ""))
+        version = parse_version(user_agent)
+        if version is not None:
+            require_supported(version, self.binary.path if self.binary else "codex")
+        self.server = ServerInfo(
+            user_agent=user_agent,
+            codex_home=str(result.get("codexHome", "")),
+            platform_family=str(result.get("platformFamily", "")),
+            platform_os=str(result.get("platformOs", "")),
+            version=version,
+        )
+        self.notify("initialized")
+        return self.server
+
+    # ------------------------------------------------------------------ outbound
+
+    def request(self, method: str, params: JsonObject | None = None, *,
+                timeout: float = 30.0) -> JsonObject:
+        """Send a request and block (at most ``timeout`` s) for its result.
+
+        Raises :class:`ServerError` on a JSON-RPC error reply, :class:`RequestTimeout`, or
+        :class:`TransportClosed` — at once when the process dies while we wait.
+        """
+        rid = next(self._ids)
+        waiter = _Waiter()
+        with self._pending_lock:
+            if self._transport_error is not None:
+                raise TransportClosed(self._transport_error)
+            self._pending[rid] = waiter
+        try:
+            self._send({"id": rid, "method": method, "params": params or {}})
+            if not waiter.event.wait(timeout):
+                raise RequestTimeout(method, timeout)
+        finally:
+            with self._pending_lock:
+                self._pending.pop(rid, None)
+        reply = waiter.reply
+        if isinstance(reply, BaseException):
+            raise reply
+        assert reply is not None
+        error = reply.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"code": -32603, "message": str(error)}
+            raise ServerError(method, int(error.get("code", -32603)),
+                              str(error.get("message", "")), error.get("data"))
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def notify(self, method: str, params: JsonObject | None = None) -> None:
+        """Send a notification (no reply expected)."""
+        message: JsonObject = {"method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+
+    def respond(self, request_id: RequestId, result: JsonObject) -> None:
+        """Answer a server request with a result."""
+        self._send({"id": request_id, "result": result})
+
+    def respond_error(self, request_id: RequestId, code: int, message: str,
+                      data: Any = None) -> None:
+        """Answer a server request with a JSON-RPC error (e.g. ``-32601`` for unknown methods)."""
+        error: JsonObject = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send({"id": request_id, "error": error})
+
+    def _send(self, message: JsonObject) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        with self._write_lock:
+            if self._closed:
+                raise TransportClosed("the codex app-server connection is closed")
+            try:
+                self._stdin.write(data + b"\n")
+                self._stdin.flush()
+            except (OSError, ValueError) as exc:
+                raise TransportClosed(
+                    f"codex app-server stopped reading its input ({exc}). {self._tail_hint()}"
+                ) from exc
+
+    # ------------------------------------------------------------------ inbound
+
+    def next_inbound(self, timeout: float | None = None) -> Inbound | None:
+        """The next notification or server request, in wire order.
+
+        Blocks up to ``timeout`` seconds (``None``: until something arrives) and returns ``None``
+        when the wait elapsed. Raises :class:`TransportClosed` once the stream has ended (the
+        process died or the connection was closed) and everything before the end was consumed.
+        """
+        if self._inbound_ended:
+            raise TransportClosed(self._transport_error or "the codex app-server stream ended")
+        try:
+            item = self._inbound.get(timeout=timeout) if timeout is None or timeout > 0 \
+                else self._inbound.get_nowait()
+        except queue.Empty:
+            return None
+        if item is _END:
+            self._inbound_ended = True
+            raise TransportClosed(self._transport_error or "the codex app-server stream ended")
+        assert isinstance(item, Inbound)
+        return item
+
+    def _read_stdout(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        reason = "codex app-server closed its output (the process exited)"
+        try:
+            for raw in stdout:
+                line = raw.strip()
+                if line:
+                    self._dispatch_line(line)
+        except Exception as exc:  # pragma: no cover - a reader failure must still end the stream
+            reason = f"the codex app-server reader failed: {exc!r}"
+            log.exception("codex app-server reader failed")
+        finally:
+            self._end_stream(reason)
+
+    def _dispatch_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self._note_diagnostic("non-JSON line on stdout", line)
+            return
+        if not isinstance(message, dict):
+            self._note_diagnostic("non-object JSON on stdout", line)
+            return
+        method = message.get("method")
+        if isinstance(method, str):
+            params = message.get("params")
+            if not isinstance(params, dict):
+                params = {}
+            rid = message.get("id")
+            if rid is not None and not isinstance(rid, int | str):
+                self._note_diagnostic("server request with an invalid id", line)
+                return
+            self._inbound.put(Inbound(method, params, rid))
+            return
+        if "id" in message and ("result" in message or "error" in message):
+            with self._pending_lock:
+                waiter = self._pending.pop(message["id"], None)
+            if waiter is None:
+                self._note_diagnostic("reply to an unknown request id", line)
+                return
+            waiter.reply = message
+            waiter.event.set()
+            return
+        self._note_diagnostic("unrecognised message on stdout", line)
+
+    def _end_stream(self, reason: str) -> None:
+        with self._pending_lock:
+            if self._transport_error is None:
+                self._transport_error = reason
+            waiters = list(self._pending.values())
+            self._pending.clear()
+        for waiter in waiters:
+            waiter.reply = TransportClosed(f"{reason}. {self._tail_hint()}".strip())
+            waiter.event.set()
+        self._inbound.put(_END)
+
+    def _note_diagnostic(self, what: str, line: bytes) -> None:
+        text = line[:DIAGNOSTIC_LINE_MAX].decode("utf-8", "replace")
+        suffix = f" … ({len(line)} bytes)" if len(line) > DIAGNOSTIC_LINE_MAX else ""
+        self._diagnostics.append(f"{what}: {text}{suffix}")
+
+    def _read_stderr(self) -> None:
+        stderr = self._proc.stderr
+        assert stderr is not None
+        with contextlib.suppress(Exception):
+            while True:
+                chunk = stderr.readline(STDERR_LINE_MAX)
+                if not chunk:
+                    break
+                if not chunk.endswith(b"\n"):
+                    # Drop the rest of an over-long line without keeping it in memory.
+                    while chunk and not chunk.endswith(b"\n"):
+                        chunk = stderr.readline(STDERR_LINE_MAX)
+                    self._stderr.append("<stderr line truncated>")
+                    continue
+                self._stderr.append(chunk.decode("utf-8", "replace").rstrip())
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def stderr_tail(self, lines: int = 40) -> list[str]:
+        """The last ``lines`` lines codex wrote to stderr, ANSI colours stripped, redacted."""
+        tail = list(self._stderr)[-lines:] if lines > 0 else []
+        return [redact(_ANSI.sub("", line)) for line in tail]
+
+    def diagnostics(self) -> list[str]:
+        """Recent stdout lines that were not protocol messages (redacted)."""
+        return [redact(line) for line in self._diagnostics]
+
+    def _tail_hint(self, lines: int = 8) -> str:
+        tail = self.stderr_tail(lines)
+        return ("codex stderr (last lines): " + " | ".join(tail)) if tail else ""
+
+    @property
+    def pid(self) -> int:
+        """The app-server's process id."""
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the process has exited, else ``None``."""
+        return self._proc.poll()
+
+    def is_alive(self) -> bool:
+        """True while the process runs and its output stream is open."""
+        return self._proc.poll() is None and self._transport_error is None
+
+    @property
+    def transport_error(self) -> str | None:
+        """Why the stream ended, once it has."""
+        return self._transport_error
+
+    # ------------------------------------------------------------------ shutdown
+
+    def close(self, grace: float = 1.0) -> None:
+        """Close the connection and reap the whole process tree. Idempotent, thread-safe, bounded
+        to a few seconds. Pending requests fail with :class:`TransportClosed` at once."""
+        with self._close_lock:
+            if self._closed:
+                return
+            first = snapshot_descendants(self._proc.pid)
+            with self._write_lock:
+                self._closed = True
+                with contextlib.suppress(Exception):
+                    self._stdin.close()
+            self._end_stream("the codex app-server connection was closed")
+            deadline = time.monotonic() + grace
+            try:
+                self._proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                second = snapshot_descendants(self._proc.pid)
+                first = merge_snapshots(first, second)
+                with contextlib.suppress(OSError):
+                    self._proc.terminate()
+                try:
+                    self._proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(OSError):
+                        self._proc.kill()
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self._proc.wait(timeout=grace)
+            survivors = reap(first, timeout=grace)
+            if survivors:
+                log.warning("codex app-server descendants survived SIGKILL: %s", survivors)
+            for thread in (self._reader, self._stderr_reader):
+                if thread is not threading.current_thread():
+                    thread.join(timeout=grace)
+            for stream in (self._proc.stdout, self._proc.stderr):
+                with contextlib.suppress(Exception):
+                    if stream is not None:
+                        stream.close()
+
+    def __enter__(self) -> AppServerConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort for forgotten connections
+        with contextlib.suppress(Exception):
+            if not self._closed and self._proc.poll() is None:
+                log.warning("an AppServerConnection (pid %s) was not closed", self._proc.pid)
+
+
+__all__ = [
+    "AppServerConnection",
+    "Inbound",
+    "JsonObject",
+    "RequestId",
+    "ServerInfo",
+    "SpawnOptions",
+    "WireError",
+]

@@ -1,0 +1,72 @@
+"""Cleaning up a process tree we own.
+
+codex starts MCP servers and shell commands; MCP servers may ``setsid`` into their own sessions,
+so killing the root or its process group misses them, and once the root exits they are reparented
+and no parent walk can find them. The rule here: snapshot descendants (as psutil handles, which
+carry PID + create time) BEFORE the root is retired, and re-check each identity before any signal,
+so a recycled PID is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+import psutil
+
+
+def snapshot_descendants(pid: int) -> list[psutil.Process]:
+    """psutil handles for every current descendant of ``pid`` (``[]`` when it is gone)."""
+    try:
+        children: list[psutil.Process] = psutil.Process(pid).children(recursive=True)
+        return children
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
+
+
+def merge_snapshots(*snapshots: Iterable[psutil.Process]) -> list[psutil.Process]:
+    """Union of snapshots, one handle per (pid, create time), first-seen order kept."""
+    seen: set[tuple[int, float]] = set()
+    merged: list[psutil.Process] = []
+    for snapshot in snapshots:
+        for proc in snapshot:
+            try:
+                key = (proc.pid, proc.create_time())
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            if key not in seen:
+                seen.add(key)
+                merged.append(proc)
+    return merged
+
+
+def reap(processes: Iterable[psutil.Process], timeout: float = 1.0) -> list[int]:
+    """SIGTERM every still-running process (deepest first), SIGKILL survivors after ``timeout``.
+
+    ``is_running()`` compares the create time recorded in the handle, so a PID that was recycled
+    since the snapshot is left alone. Returns the PIDs that could not be killed.
+    """
+    live: list[psutil.Process] = []
+    for proc in reversed(list(processes)):
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                proc.terminate()
+                live.append(proc)
+    if not live:
+        return []
+    _, alive = psutil.wait_procs(live, timeout=timeout)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running():
+                proc.kill()
+    if not alive:
+        return []
+    _, still = psutil.wait_procs(alive, timeout=timeout)
+    return [proc.pid for proc in still if _running(proc)]
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False

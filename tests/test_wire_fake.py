@@ -1,0 +1,266 @@
+"""The wire layer against the fake app-server: faults the real binary cannot be made to produce.
+
+Every fake run validates what the client sent (and what the fake sent) against the schema that
+the installed codex binary generates; each test ends with the wire clean.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import psutil
+import pytest
+
+from hermes_codex_runtime.protocol import thread_start_params, to_user_input, turn_start_params
+from hermes_codex_runtime.wire import (
+    AppServerConnection,
+    CodexBinaryError,
+    Inbound,
+    RequestTimeout,
+    SpawnOptions,
+    TransportClosed,
+    probe_version,
+    resolve_codex_binary,
+)
+from hermes_codex_runtime.wire.connection import STDERR_TAIL_LINES
+
+BUDGET = 15.0
+
+
+def spawn(fake, **options) -> AppServerConnection:
+    return AppServerConnection.spawn(SpawnOptions(codex_bin=fake.path, **options))
+
+
+def start_turn(conn: AppServerConnection, text: str = "go") -> tuple[str, str]:
+    thread_id = conn.request("thread/start", thread_start_params(cwd=os.getcwd()))["thread"]["id"]
+    turn = conn.request("turn/start", turn_start_params(thread_id, to_user_input(text)))["turn"]
+    return thread_id, turn["id"]
+
+
+def drain(conn: AppServerConnection, until: str = "turn/completed",
+          answer=None) -> list[Inbound]:
+    seen: list[Inbound] = []
+    deadline = time.monotonic() + BUDGET
+    while time.monotonic() < deadline:
+        message = conn.next_inbound(timeout=deadline - time.monotonic())
+        if message is None:
+            break
+        seen.append(message)
+        if message.is_request and answer is not None:
+            answer(message)
+        if message.method == until:
+            return seen
+    raise AssertionError(f"{until} did not arrive within {BUDGET}s: {[m.method for m in seen]}")
+
+
+def test_garbage_and_partial_lines_are_kept_as_diagnostics_not_fatal(fake_codex):
+    fake_codex.set_scenario({"turns": [[
+        {"garbage": "this is not json"},
+        {"partial_json": True},
+        {"garbage": "[1, 2, 3]"},
+        {"message": "still here", "deltas": 2},
+    ]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+        messages = drain(conn)
+        deltas = "".join(m.params["delta"] for m in messages
+                         if m.method == "item/agentMessage/delta")
+        assert deltas == "still here"
+        diagnostics = conn.diagnostics()
+        assert any("non-JSON" in line and "this is not json" in line for line in diagnostics)
+        assert any("non-object JSON" in line for line in diagnostics)
+        assert len(diagnostics) == 3
+        assert conn.is_alive()
+    fake_codex.assert_wire_clean()
+
+
+def test_server_request_id_zero_is_answered(fake_codex):
+    fake_codex.set_scenario({"turns": [[{"command": "ls", "approval": True, "output": "a\n"}]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+        requests: list[Inbound] = []
+
+        def answer(message: Inbound) -> None:
+            requests.append(message)
+            conn.respond(message.id, {"decision": "accept"})
+
+        messages = drain(conn, answer=answer)
+        assert [r.id for r in requests] == [0]
+        done = [m.params["item"] for m in messages if m.method == "item/completed"]
+        assert done[-1]["status"] == "completed"
+    assert fake_codex.replies("item/commandExecution/requestApproval")[0]["result"] == {
+        "decision": "accept"}
+    fake_codex.assert_wire_clean()
+
+
+def test_the_fake_rejects_what_codex_would_and_records_ignored_fields(fake_codex):
+    with spawn(fake_codex) as conn:
+        conn.request("thread/start", {"cwd": "/", "developerInstruction": "typo"})
+        with pytest.raises(Exception, match="missing field `threadId`"):
+            conn.request("turn/start", {"input": []})
+    problems = fake_codex.wire_problems()
+    assert any("params.developerInstruction" in p for p in problems)
+    assert any("missing field `threadId`" in p for p in problems)
+
+
+def test_codex_crashing_mid_turn_ends_the_stream_at_once_with_a_redacted_tail(fake_codex):
+    fake_codex.set_scenario({"turns": [[
+        {"message": "working", "deltas": 1},
+        {"crash": 3, "crash_stderr": [
+            "thread 'main' panicked: token refresh failed",
+            "request had Authorization: Bearer sk-proj-abcdefghijklmnopqrstuv"]},
+    ]]})
+    conn = spawn(fake_codex)
+    try:
+        start_turn(conn)
+        started = time.monotonic()
+        with pytest.raises(TransportClosed):
+            drain(conn)
+        assert time.monotonic() - started < 2.0
+        assert not conn.is_alive()
+        with pytest.raises(TransportClosed):  # pending requests now fail at once too
+            conn.request("thread/start", {}, timeout=30)
+        deadline = time.monotonic() + 2
+        while len(conn.stderr_tail()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # stderr is drained by its own thread
+        tail = "\n".join(conn.stderr_tail())
+        assert "panicked" in tail
+        assert "sk-proj-" not in tail and "Bearer [REDACTED]" in tail
+    finally:
+        conn.close()
+    fake_codex.assert_wire_clean()
+
+
+def test_initialize_that_never_answers_times_out_and_leaves_no_process(fake_codex):
+    fake_codex.set_scenario({"initialize": "hang"})
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout, match="initialize"):
+        spawn(fake_codex, initialize_timeout=0.5)
+    assert time.monotonic() - started < 5
+    after = {p.pid for p in psutil.Process().children(recursive=True)
+             if p.status() != psutil.STATUS_ZOMBIE}
+    assert after <= before
+
+
+def test_exit_at_startup_is_a_transport_error_with_the_redacted_reason(fake_codex):
+    fake_codex.set_scenario({"initialize": "exit"})
+    with pytest.raises(TransportClosed, match=r"exited during start-up \(exit code 1\)") as info:
+        spawn(fake_codex)
+    assert "invalid configuration" in str(info.value)
+
+
+def test_a_too_old_codex_is_refused_with_an_install_hint(fake_codex):
+    fake_codex.set_scenario({"version": "0.100.0"})
+    binary = resolve_codex_binary(fake_codex.path)
+    with pytest.raises(CodexBinaryError, match=r"older than the 0\.125\.0") as info:
+        probe_version(binary)
+    assert "pip install 'hermes-codex-runtime[codex]'" in str(info.value)
+    with pytest.raises(CodexBinaryError, match=r"0\.100\.0"):  # via userAgent at initialize
+        spawn(fake_codex)
+
+
+def test_close_reaps_a_grandchild_in_its_own_session_even_when_codex_ignores_eof(fake_codex):
+    fake_codex.set_scenario({"ignore_eof": True, "turns": [[{"grandchild": True},
+                                                          {"message": "spawned"}]]})
+    conn = spawn(fake_codex)
+    start_turn(conn)
+    drain(conn)
+    [(pid, _created)] = fake_codex.grandchildren()
+    assert os.getsid(pid) == pid  # its own session: killing codex's group would miss it
+    started = time.monotonic()
+    conn.close(grace=0.5)
+    assert time.monotonic() - started < 4
+    assert fake_codex.live_grandchildren() == []
+    assert conn.returncode is not None
+    fake_codex.assert_wire_clean()
+
+
+def test_a_50mb_line_is_read(fake_codex):
+    size = 50 * 1024 * 1024
+    fake_codex.set_scenario({"turns": [[{"huge_delta": size}]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+        messages = drain(conn)
+        [delta] = [m for m in messages if m.method == "item/agentMessage/delta"]
+        assert len(delta.params["delta"]) == size
+    fake_codex.assert_wire_clean()
+
+
+def test_stderr_is_drained_and_bounded(fake_codex):
+    flood = [f"log line {i} " + "x" * 100 for i in range(20_000)]
+    fake_codex.set_scenario({"stderr_at_start": [*flood, "y" * 100_000, "last line"]})
+    with spawn(fake_codex) as conn:
+        deadline = time.monotonic() + 10
+        while "last line" not in (conn.stderr_tail(1) or [""])[0]:
+            assert time.monotonic() < deadline, "stderr was not drained"
+            time.sleep(0.02)
+        tail = conn.stderr_tail(10_000)
+        assert len(tail) == STDERR_TAIL_LINES
+        assert "<stderr line truncated>" in tail
+        assert max(len(line) for line in tail) <= 4096
+        assert conn.request("thread/start", {})["thread"]["id"]  # never blocked on stderr
+
+
+def test_a_reply_to_an_unknown_request_id_is_a_diagnostic(fake_codex):
+    fake_codex.set_scenario({"turns": [[{"garbage": '{"id": 999, "result": {}}'},
+                                        {"message": "ok"}]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+        drain(conn)
+        assert any("unknown request id" in line for line in conn.diagnostics())
+
+
+def test_unknown_server_requests_can_be_refused_with_method_not_found(fake_codex):
+    fake_codex.set_scenario({"turns": [[{"request": {"method": "account/chatgptAuthTokens/refresh",
+                                                     "params": {"reason": "unauthorized"}}},
+                                        {"message": "ok"}]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+
+        def answer(message: Inbound) -> None:
+            conn.respond_error(message.id, -32601, f"method not found: {message.method}")
+
+        drain(conn, answer=answer)
+    [reply] = fake_codex.replies("account/chatgptAuthTokens/refresh")
+    assert reply["error"]["code"] == -32601
+    fake_codex.assert_wire_clean()
+
+
+# ------------------------------------------------------------------ binary lookup
+
+
+def test_binary_lookup_errors_say_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.delenv("CODEX_BIN", raising=False)
+    with pytest.raises(CodexBinaryError, match="is a directory"):
+        resolve_codex_binary(str(tmp_path))
+    script = tmp_path / "codex"
+    script.write_text("#!/bin/sh\necho hi\n")
+    with pytest.raises(CodexBinaryError, match="chmod \\+x"):
+        resolve_codex_binary(str(script))
+    with pytest.raises(CodexBinaryError, match="does not exist"):
+        resolve_codex_binary(str(tmp_path / "missing" / "codex"))
+    with pytest.raises(CodexBinaryError, match="not on PATH"):
+        resolve_codex_binary("codex-that-is-not-installed")
+    with pytest.raises(CodexBinaryError, match="must be a path"):
+        resolve_codex_binary(42)  # type: ignore[arg-type]
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(CodexBinaryError, match="does not look like codex"):
+        probe_version(resolve_codex_binary(str(script)))
+    monkeypatch.setenv("CODEX_BIN", str(tmp_path / "nope"))
+    with pytest.raises(CodexBinaryError, match="CODEX_BIN"):
+        resolve_codex_binary()
+
+
+def test_a_codex_path_with_spaces_works(protocol_schema, tmp_path):
+    from hermes_codex_runtime.testing.fake import FakeCodex
+
+    fake = FakeCodex(tmp_path / "dir with spaces", protocol_schema.directory)
+    binary = resolve_codex_binary(fake.path)
+    assert binary.source == "setting" and " " in binary.path
+    assert probe_version(binary) == (0, 163, 0)
+    with spawn(fake) as conn:
+        assert conn.server is not None and conn.server.version == (0, 163, 0)
+    fake.assert_wire_clean()
