@@ -264,3 +264,25 @@ def test_a_codex_path_with_spaces_works(protocol_schema, tmp_path):
     with spawn(fake) as conn:
         assert conn.server is not None and conn.server.version == (0, 163, 0)
     fake.assert_wire_clean()
+
+
+def test_resume_across_fake_processes_and_no_rollout(fake_codex):
+    with spawn(fake_codex) as first:
+        thread_id = first.request("thread/start", thread_start_params(cwd="/"))["thread"]["id"]
+    with spawn(fake_codex) as second:  # a new process knows the thread (state on disk)
+        resumed = second.request("thread/resume", {"threadId": thread_id, "cwd": "/"})
+        assert resumed["thread"]["id"] == thread_id
+        with pytest.raises(Exception, match="no rollout found for thread id nope"):
+            second.request("thread/resume", {"threadId": "nope"})
+    fake_codex.assert_wire_clean()
+
+
+def test_a_hung_turn_still_answers_an_interrupt(fake_codex):
+    fake_codex.set_scenario({"turns": [[{"message": "thinking..."}, {"hang": True}]]})
+    with spawn(fake_codex) as conn:
+        thread_id, turn_id = start_turn(conn)
+        time.sleep(0.2)
+        assert conn.request("turn/interrupt", {"threadId": thread_id, "turnId": turn_id}) == {}
+        messages = drain(conn)
+        assert messages[-1].params["turn"]["status"] == "interrupted"
+    fake_codex.assert_wire_clean()

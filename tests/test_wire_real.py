@@ -319,3 +319,31 @@ def test_an_invalid_codex_config_is_refused(codex_binary, mock_provider, tmp_pat
     config.write_text(config.read_text().replace('wire_api = "responses"', 'wire_api = "chat"'))
     with pytest.raises(CodexConfigError, match="wire_api"):
         verify_codex_home(codex_binary.path, home)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (mp.usage_limit(), "usage_limit"),
+        (mp.rate_limit(), "rate_limit"),
+        (mp.server_error(), "service"),
+        (mp.unauthorized(), "auth"),
+        (mp.failed(), "other"),
+    ],
+)
+def test_provider_failures_reach_the_client_classified(app_server, mock_provider, tmp_path,
+                                                       reply, kind):
+    from hermes_codex_runtime.protocol import classify, classify_error_notification
+
+    mock_provider.enqueue(reply)
+    conn = app_server()
+    thread_id = start_thread(conn, tmp_path)
+    messages = run_turn(conn, thread_id, "hi")
+    final = messages[-1].params["turn"]
+    assert final["status"] == "failed"
+    terminal = [classify_error_notification(m.params) for m in messages if m.method == "error"]
+    terminal = [failure for failure, will_retry in terminal if not will_retry]
+    assert terminal, [m.method for m in messages]
+    assert terminal[-1].kind == kind, terminal[-1]
+    error = final.get("error") or {}
+    assert classify(error.get("codexErrorInfo"), error.get("message", "")).kind == kind

@@ -59,6 +59,7 @@ STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
 DIAGNOSTIC_LINES = 100
 DIAGNOSTIC_LINE_MAX = 1000
+EXIT_SETTLE = 0.2
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -343,6 +344,14 @@ class AppServerConnection:
             reason = f"the codex app-server reader failed: {exc!r}"
             log.exception("codex app-server reader failed")
         finally:
+            if not self._closed:
+                # codex died: give it a moment to be reaped and its last stderr lines to drain,
+                # so the error carries the exit code and the reason (bounded: 0.2 s each).
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=EXIT_SETTLE)
+                self._stderr_reader.join(timeout=EXIT_SETTLE)
+                if self._proc.returncode is not None:
+                    reason = f"{reason} with code {self._proc.returncode}"
             self._end_stream(reason)
 
     def _dispatch_line(self, line: bytes) -> None:
