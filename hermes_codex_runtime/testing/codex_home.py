@@ -88,6 +88,18 @@ def model_catalog(codex_bin: str, model: str = MOCK_MODEL,
     return {"models": [entry]}
 
 
+def mock_mcp_server(log_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """An ``[mcp_servers.<name>]`` table running :mod:`.mock_mcp_server` with this interpreter."""
+    import sys
+
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {"PYTHONPATH": package_root}
+    if log_path is not None:
+        env["MOCK_MCP_LOG"] = os.fspath(log_path)
+    return {"command": sys.executable,
+            "args": ["-m", "hermes_codex_runtime.testing.mock_mcp_server"], "env": env}
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

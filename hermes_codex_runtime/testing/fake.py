@@ -89,6 +89,8 @@ class FakeCodex:
             problems.extend(f"{where}: codex would ignore {f}" for f in entry.get("ignored", []))
             problems.extend(f"{where}: the fake sent an invalid message: {e}"
                             for e in entry.get("self_errors", []))
+            if entry.get("kind") == "fake_error":
+                problems.append(f"the fake app-server failed: {entry.get('error')}")
             if entry.get("kind") == "late_or_unknown_reply":
                 problems.append(f"reply to unknown/abandoned server request {entry.get('id')}")
         return problems

@@ -391,6 +391,9 @@ class FakeAppServer:
                 self._complete(thread_id, turn_id, "completed")
         except _Interrupted:
             self._complete(thread_id, turn_id, "interrupted")
+        except Exception as exc:  # a bug in the fake must fail the test, not hang it
+            self.log({"dir": "fake", "kind": "fake_error", "error": repr(exc)})
+            self._complete(thread_id, turn_id, "failed", {"message": f"fake error: {exc!r}"})
         finally:
             if self.active == (thread_id, turn_id):
                 self.active = None

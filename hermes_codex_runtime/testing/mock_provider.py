@@ -36,11 +36,12 @@ class Usage:
     cached: int = 0
     output: int = 10
     reasoning: int = 0
+    reported_total: int | None = None  # a provider total that is not input + output
 
     @property
     def total(self) -> int:
-        """input + output, as the Responses API reports it."""
-        return self.input + self.output
+        """The total the provider reports (input + output unless ``reported_total`` is set)."""
+        return self.reported_total if self.reported_total is not None else self.input + self.output
 
     def to_json(self) -> JsonObject:
         """The ``usage`` object of a Responses API ``response``."""

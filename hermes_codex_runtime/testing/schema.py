@@ -102,6 +102,8 @@ class _Document:
         """Check ``value`` against one schema node. Returns errors, ignored fields found below,
         and the property names this node claims for an object value (``None``: not structured,
         or open to any key)."""
+        if not isinstance(schema, dict):
+            return [], [], None  # the schema `true`: anything goes
         depth_guard = 0
         while "$ref" in schema:
             schema = self.resolve(schema["$ref"])
@@ -210,7 +212,7 @@ class _Document:
 
     def _tag_matches(self, schema: JsonObject, value: Any) -> bool:
         """True when ``value`` is an object whose ``type`` tag selects this branch."""
-        if not isinstance(value, dict) or "type" not in value:
+        if not isinstance(value, dict) or "type" not in value or not isinstance(schema, dict):
             return False
         while "$ref" in schema:
             schema = self.resolve(schema["$ref"])
@@ -218,6 +220,8 @@ class _Document:
         return isinstance(tag, dict) and value["type"] in tag.get("enum", ())
 
     def _claims_object(self, schema: JsonObject) -> bool:
+        if not isinstance(schema, dict):
+            return False
         seen = 0
         while "$ref" in schema and seen < 50:
             schema = self.resolve(schema["$ref"])

@@ -60,6 +60,7 @@ STDERR_LINE_MAX = 4096
 DIAGNOSTIC_LINES = 100
 DIAGNOSTIC_LINE_MAX = 1000
 EXIT_SETTLE = 0.2
+LOCAL_PREFIX = "$local/"
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -77,6 +78,11 @@ class Inbound:
     def is_request(self) -> bool:
         """True for a server request (it carries an id, and 0 is a valid id)."""
         return self.id is not None
+
+    @property
+    def is_local(self) -> bool:
+        """True for a wake-up marker posted by :meth:`AppServerConnection.wake`."""
+        return self.method.startswith(LOCAL_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +336,12 @@ class AppServerConnection:
             raise TransportClosed(self._transport_error or "the codex app-server stream ended")
         assert isinstance(item, Inbound)
         return item
+
+    def wake(self, reason: str = "wake") -> None:
+        """Wake a consumer blocked in :meth:`next_inbound` from another thread (an interrupt, a
+        decided approval). It receives a local marker: ``Inbound("$local/<reason>", {})`` —
+        codex method names never start with ``$``."""
+        self._inbound.put(Inbound(f"{LOCAL_PREFIX}{reason}", {}))
 
     def _read_stdout(self) -> None:
         stdout = self._proc.stdout

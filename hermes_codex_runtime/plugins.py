@@ -1,0 +1,60 @@
+"""The PluginManager: our hookspecs, the defaults, third-party plugins, then the host.
+
+Registration order decides who answers a ``firstresult`` hook first (pluggy calls the most
+recently registered implementation first, after every ``tryfirst`` one):
+
+1. :mod:`hermes_codex_runtime.defaults` (``trylast``: answers only when nobody else does);
+2. third-party plugins from the ``codex_runtime`` entry-point group (a policy that must override
+   the host marks its hooks ``tryfirst``);
+3. the host adapter(s) passed in — so the host answers before an ordinary third-party plugin, and a
+   third-party plugin can turn a host "decline" into "accept" only with ``tryfirst``, by design.
+
+``CODEX_RUNTIME_LOAD_PLUGINS`` chooses which entry points load: unset loads all, a comma-separated
+list loads those names, an empty value loads none (the test suite uses that).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from hermes_codex_runtime import defaults, hookspecs
+
+log = logging.getLogger(__name__)
+ENTRY_POINT_GROUP = "codex_runtime"
+LOAD_PLUGINS_ENV = "CODEX_RUNTIME_LOAD_PLUGINS"
+
+
+def _third_party() -> list[tuple[str, Any]]:
+    selection = os.environ.get(LOAD_PLUGINS_ENV)
+    wanted = None if selection is None else {n.strip() for n in selection.split(",") if n.strip()}
+    loaded = []
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if wanted is not None and entry.name not in wanted:
+            continue
+        try:
+            loaded.append((entry.name, entry.load()))
+        except Exception:
+            log.exception("codex-runtime plugin %r failed to load; skipping it", entry.name)
+    return loaded
+
+
+def make_plugin_manager(hosts: Iterable[Any] = (), *,
+                        load_entry_points: bool = True) -> pluggy.PluginManager:
+    """A PluginManager with the hookspecs, the defaults, third-party plugins and ``hosts``."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(defaults, name="codex_runtime.defaults")
+    if load_entry_points:
+        for name, plugin in _third_party():
+            if pm.is_registered(plugin):
+                continue
+            pm.register(plugin, name=f"entrypoint:{name}")
+    for index, host in enumerate(hosts):
+        pm.register(host, name=f"host:{index}:{type(host).__name__}")
+    return pm

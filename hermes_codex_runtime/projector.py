@@ -1,0 +1,273 @@
+"""codex item notifications → host chat messages.
+
+A host that speaks chat completions keeps a transcript of ``assistant`` messages (with
+``tool_calls``) and ``tool`` results. This module projects one codex turn onto that shape:
+
+* every tool item (command execution, file change, MCP tool call, dynamic tool call, web search,
+  image view) becomes an assistant message with one ``tool_calls`` entry, followed by its ``tool``
+  result; the call id is derived from the codex item id, so the same turn always projects the same
+  ids;
+* assistant text between tool calls is kept, in order, as interim assistant messages; the turn's
+  final assistant text (the last agent message) comes last;
+* items left open when the turn ends (interrupt, steer, a ``cancel`` decision) are closed in the
+  projection — their partial output is kept and marked, never lost.
+
+It also names what happened for the host's progress display (:class:`ToolCall`). Pure state: no
+I/O, and it never raises on a malformed or unexpected notification sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonObject = dict[str, Any]
+TOOL_RESULT_MAX_CHARS = 20_000
+_ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+TOOL_ITEM_TYPES = frozenset(
+    {"commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch",
+     "imageView"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool item as the host sees it: its call id, tool name and arguments."""
+
+    call_id: str
+    name: str
+    arguments: JsonObject
+    item_id: str
+
+
+@dataclass(slots=True)
+class _Open:
+    item: JsonObject
+    text: list[str] = field(default_factory=list)  # streamed deltas (agent text, command output)
+
+
+def tool_call_id(item_id: str) -> str:
+    """The deterministic host call id for a codex item id."""
+    return "codex_" + _ID_SAFE.sub("_", item_id or "item")[:80]
+
+
+def describe_tool(item: Mapping[str, Any]) -> tuple[str, JsonObject]:
+    """``(tool name, arguments)`` for a codex tool item."""
+    kind = item.get("type")
+    if kind == "commandExecution":
+        args: JsonObject = {"command": item.get("command") or ""}
+        if item.get("cwd"):
+            args["cwd"] = item["cwd"]
+        return "exec_command", args
+    if kind == "fileChange":
+        changes = []
+        for change in item.get("changes") or ():
+            if isinstance(change, Mapping):
+                change_kind = change.get("kind")
+                kind_name = change_kind.get("type") if isinstance(change_kind, Mapping) else None
+                changes.append({"path": change.get("path"), "kind": kind_name or "update"})
+        return "apply_patch", {"changes": changes}
+    if kind == "mcpToolCall":
+        arguments = item.get("arguments")
+        return (f"mcp.{item.get('server')}.{item.get('tool')}",
+                arguments if isinstance(arguments, dict) else {"arguments": arguments})
+    if kind == "dynamicToolCall":
+        arguments = item.get("arguments")
+        return (str(item.get("tool") or "dynamic_tool"),
+                arguments if isinstance(arguments, dict) else {"arguments": arguments})
+    if kind == "webSearch":
+        return "web_search", {"query": item.get("query") or ""}
+    if kind == "imageView":
+        return "view_image", {"path": item.get("path") or ""}
+    return str(kind or "tool"), {}
+
+
+def _clip(text: str) -> str:
+    if len(text) <= TOOL_RESULT_MAX_CHARS:
+        return text
+    return text[:TOOL_RESULT_MAX_CHARS] + f"\n… [{len(text) - TOOL_RESULT_MAX_CHARS} more chars]"
+
+
+def _mcp_result_text(result: Any) -> str:
+    if isinstance(result, Mapping):
+        parts = []
+        for block in result.get("content") or ():
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        if parts:
+            return "\n".join(parts)
+        if result.get("structuredContent") is not None:
+            return json.dumps(result["structuredContent"])
+    return "" if result is None else json.dumps(result, default=str)
+
+
+def tool_result(item: Mapping[str, Any], streamed: str = "", *, closed_early: bool = False) -> str:
+    """The ``tool`` message content for a (completed or force-closed) tool item."""
+    kind = item.get("type")
+    status = str(item.get("status") or ("interrupted" if closed_early else "completed"))
+    if kind == "commandExecution":
+        output = item.get("aggregatedOutput")
+        text = output if isinstance(output, str) else streamed
+        exit_code = item.get("exitCode")
+        if closed_early:
+            head = "[interrupted before the command finished]"
+        elif status == "declined":
+            head = "[the command was declined]"
+        elif exit_code is not None:
+            head = f"[exit code {exit_code}]"
+        else:
+            head = f"[{status}]"
+        return _clip(f"{head}\n{text}" if text else head)
+    if kind == "fileChange":
+        paths = [c.get("path") for c in item.get("changes") or () if isinstance(c, Mapping)]
+        label = "interrupted" if closed_early else status
+        return f"[file change {label}] " + ", ".join(str(p) for p in paths if p)
+    if kind == "mcpToolCall":
+        error = item.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            return _clip(f"[error] {error['message']}")
+        body = _mcp_result_text(item.get("result"))
+        return _clip(body) if body else f"[{'interrupted' if closed_early else status}]"
+    if kind == "dynamicToolCall":
+        items = item.get("contentItems") or ()
+        texts = [str(c["text"]) for c in items if isinstance(c, Mapping) and c.get("text")]
+        return _clip("\n".join(texts)) if texts else f"[{status}]"
+    return f"[{'interrupted' if closed_early else status}]"
+
+
+class Projector:
+    """Accumulates one turn's items. Feed :meth:`feed` every in-scope notification, then call
+    :meth:`finish` once the turn is over."""
+
+    def __init__(self) -> None:
+        self.messages: list[JsonObject] = []
+        self.tool_iterations = 0
+        self.final_text = ""
+        self.partial_final = False
+        self._open: dict[str, _Open] = {}
+        self._order: list[str] = []
+        self._done: set[str] = set()
+        self._pending_text: list[tuple[str, str]] = []  # (item id, text) of agent messages
+        self._finished = False
+
+    # ---------------------------------------------------------------- feeding
+
+    def feed(self, method: str, params: Mapping[str, Any]) -> ToolCall | None:
+        """Apply one notification. Returns the tool call it started or completed, if any."""
+        if self._finished or not isinstance(params, Mapping):
+            return None
+        if method == "item/started":
+            return self._started(params.get("item"))
+        if method == "item/completed":
+            return self._completed(params.get("item"))
+        if method in ("item/agentMessage/delta", "item/commandExecution/outputDelta"):
+            item_id = params.get("itemId")
+            delta = params.get("delta")
+            if isinstance(item_id, str) and isinstance(delta, str):
+                entry = self._open.get(item_id)
+                if entry is None and method == "item/agentMessage/delta" \
+                        and item_id not in self._done:
+                    entry = self._open[item_id] = _Open({"type": "agentMessage", "id": item_id})
+                    self._order.append(item_id)
+                if entry is not None:
+                    entry.text.append(delta)
+        return None
+
+    def _started(self, item: Any) -> ToolCall | None:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return None
+        item_id = item["id"]
+        if item_id in self._done:
+            return None
+        if item_id not in self._open:
+            self._order.append(item_id)
+            self._open[item_id] = _Open(dict(item))
+        else:
+            self._open[item_id].item.update(item)
+        if item.get("type") in TOOL_ITEM_TYPES:
+            name, args = describe_tool(item)
+            return ToolCall(tool_call_id(item_id), name, args, item_id)
+        return None
+
+    def _completed(self, item: Any) -> ToolCall | None:
+        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+            return None
+        item_id = item["id"]
+        if item_id in self._done:
+            return None  # duplicated item/completed: counted once
+        entry = self._open.pop(item_id, None)
+        streamed = "".join(entry.text) if entry else ""
+        self._done.add(item_id)
+        return self._emit(dict(item), streamed, closed_early=False)
+
+    def _emit(self, item: JsonObject, streamed: str, *, closed_early: bool) -> ToolCall | None:
+        kind = item.get("type")
+        item_id = str(item.get("id"))
+        if kind == "agentMessage":
+            text = item.get("text")
+            text = text if isinstance(text, str) and text else streamed
+            if text:
+                self._pending_text.append((item_id, text))
+                self.partial_final = closed_early
+            return None
+        if kind not in TOOL_ITEM_TYPES:
+            return None
+        self._flush_interim_text()
+        name, args = describe_tool(item)
+        call = ToolCall(tool_call_id(item_id), name, args, item_id)
+        self.messages.append({
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call.call_id, "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)}}],
+        })
+        self.messages.append({"role": "tool", "tool_call_id": call.call_id, "name": name,
+                              "content": tool_result(item, streamed, closed_early=closed_early)})
+        self.tool_iterations += 1
+        return call
+
+    def _flush_interim_text(self) -> None:
+        for _item_id, text in self._pending_text:
+            self.messages.append({"role": "assistant", "content": text})
+        self._pending_text.clear()
+
+    # ---------------------------------------------------------------- finishing
+
+    def open_items(self) -> list[JsonObject]:
+        """Items started but not completed, in start order."""
+        return [self._open[i].item for i in self._order if i in self._open]
+
+    def finish(self) -> list[JsonObject]:
+        """Close every open item, place the final assistant text last; returns the messages."""
+        if self._finished:
+            return self.messages
+        for item_id in list(self._order):
+            entry = self._open.pop(item_id, None)
+            if entry is not None:
+                self._done.add(item_id)
+                self._emit(entry.item, "".join(entry.text), closed_early=True)
+        self._finished = True
+        if self._pending_text:
+            *interim, (_item_id, final) = self._pending_text
+            for _iid, text in interim:
+                self.messages.append({"role": "assistant", "content": text})
+            self._pending_text.clear()
+            self.final_text = final
+            self.messages.append({"role": "assistant", "content": final})
+        elif self.messages and self.messages[-1].get("role") == "assistant" \
+                and isinstance(self.messages[-1].get("content"), str):
+            self.final_text = self.messages[-1]["content"]
+        return self.messages
+
+    def current_text(self) -> str:
+        """The latest completed (or streaming) assistant text, for deadline decisions."""
+        if self._pending_text:
+            return self._pending_text[-1][1]
+        return ""
+
+    def has_completed_answer(self) -> bool:
+        """True when a completed agent message is the latest thing in the turn (no tool after)."""
+        return bool(self._pending_text) and not self._open

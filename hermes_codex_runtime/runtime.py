@@ -1,0 +1,255 @@
+"""The turn across a host agent's life, talking to the host only through pluggy hooks.
+
+For each host agent the runtime keeps one :class:`~hermes_codex_runtime.session.CodexSession`,
+created lazily on the first turn. Per turn it:
+
+1. asks the host for settings and its system prompt (a changed prompt retires the thread: the next
+   thread starts fresh and seeded);
+2. on a new session, asks for the stored thread id to resume (or reuses the thread of a session it
+   just retired, in a new process);
+3. runs the turn — approvals and progress go to the host's hooks as they happen;
+4. reports usage and compaction, and on a failover-class failure (usage limit) asks the host to run
+   the same turn on its fallback provider;
+5. tells the host the turn finished (memory, nudges, hooks), then binds the thread id — only now,
+   once the turn's transcript is committed;
+6. retires the session (closing its process tree) when the turn says so, or when anything raised.
+
+No exception escapes :meth:`CodexRuntime.run_turn` for anything codex, the process or a hook does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pluggy
+
+from hermes_codex_runtime.plugins import make_plugin_manager
+from hermes_codex_runtime.protocol import Failure, FailureKind
+from hermes_codex_runtime.session import (
+    ApprovalRequest,
+    CodexEvent,
+    CodexSession,
+    SessionSettings,
+    TurnResult,
+)
+from hermes_codex_runtime.wire import redact
+
+log = logging.getLogger(__name__)
+
+SessionFactory = Callable[..., CodexSession]
+
+
+def coerce_settings(value: Any) -> SessionSettings:
+    """A :class:`SessionSettings` from a hook's answer (an instance, a mapping, or ``None``).
+    Unknown keys and bad values raise ``ValueError`` naming the key."""
+    if value is None:
+        return SessionSettings()
+    if isinstance(value, SessionSettings):
+        return value
+    if isinstance(value, Mapping):
+        names = {f.name for f in dataclasses.fields(SessionSettings)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise ValueError(f"unknown codex session setting(s): {', '.join(unknown)}")
+        return SessionSettings(**dict(value))
+    raise ValueError(f"codex_session_settings returned a {type(value).__name__}")
+
+
+class _Entry:
+    __slots__ = ("instructions", "lock", "session", "settings")
+
+    def __init__(self, session: CodexSession, instructions: str | None,
+                 settings: SessionSettings) -> None:
+        self.session = session
+        self.instructions = instructions
+        self.settings = settings
+        self.lock = threading.Lock()
+
+
+class CodexRuntime:
+    """Runs host turns on codex. One instance serves many agents (e.g. a gateway's sessions)."""
+
+    def __init__(self, plugin_manager: pluggy.PluginManager | None = None, *,
+                 session_factory: SessionFactory = CodexSession) -> None:
+        self.pm = plugin_manager or make_plugin_manager()
+        self._factory = session_factory
+        self._entries: dict[int, _Entry] = {}
+        self._last_thread: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ hooks, safely
+
+    def _ask(self, name: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self.pm.hook, name)(**kwargs)
+        except Exception:
+            log.exception("codex-runtime hook %s raised; using no answer", name)
+            return None
+
+    def _tell(self, name: str, **kwargs: Any) -> None:
+        try:
+            getattr(self.pm.hook, name)(**kwargs)
+        except Exception:
+            log.exception("codex-runtime hook %s raised; continuing", name)
+
+    # ------------------------------------------------------------------ sessions
+
+    def _key(self, agent: Any) -> int:
+        key = id(agent)
+        if key not in self._entries:
+            # Not weak-referenceable: the host closes the session explicitly.
+            with contextlib.suppress(TypeError):
+                weakref.finalize(agent, self._forget, key)
+        return key
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            self._last_thread.pop(key, None)
+        if entry is not None:
+            entry.session.close()
+
+    def session_for(self, agent: Any) -> CodexSession | None:
+        """The live session of ``agent``, if any."""
+        entry = self._entries.get(id(agent))
+        return entry.session if entry is not None else None
+
+    def _session(self, agent: Any, key: int, settings: SessionSettings,
+                 instructions: str | None) -> CodexSession:
+        with self._lock:
+            entry = self._entries.get(key)
+        prompt_changed = entry is not None and entry.instructions != instructions
+        if entry is not None and not (entry.session.retired or prompt_changed
+                                      or entry.settings != settings):
+            return entry.session
+        stored: str | None = None
+        if entry is not None:
+            if not prompt_changed and entry.session.thread_id:
+                stored = entry.session.thread_id  # same conversation, new process
+            if prompt_changed:
+                log.info("the host's system prompt changed: the next codex thread starts fresh")
+            entry.session.close()
+        if stored is None and not prompt_changed:
+            stored = self._last_thread.get(key) or self._ask("codex_stored_thread", agent=agent)
+        if prompt_changed:
+            self._last_thread.pop(key, None)
+
+        def approve(request: ApprovalRequest) -> Any:
+            return self._ask("codex_approval", agent=agent, request=request)
+
+        def on_event(event: CodexEvent) -> None:
+            self._tell("codex_event", agent=agent, event=event)
+
+        session = self._factory(settings, developer_instructions=instructions,
+                                stored_thread_id=stored if isinstance(stored, str) else None,
+                                approve=approve, on_event=on_event)
+        with self._lock:
+            self._entries[key] = _Entry(session, instructions, settings)
+        return session
+
+    # ------------------------------------------------------------------ turns
+
+    def run_turn(self, agent: Any, user_input: Any, messages: Sequence[Any] = (), *,
+                 images: Sequence[str] = ()) -> TurnResult:
+        """Run one host turn on codex and report it through the hooks."""
+        key = self._key(agent)
+        try:
+            settings = coerce_settings(self._ask("codex_session_settings", agent=agent))
+        except (TypeError, ValueError) as exc:
+            result = TurnResult()
+            result.fail(Failure(FailureKind.SETUP, str(exc)), retire=False)
+            self._tell("codex_turn_finished", agent=agent, turn=result, messages=[])
+            return result
+        instructions = self._ask("codex_developer_instructions", agent=agent)
+        instructions = instructions if isinstance(instructions, str) else None
+        history = list(messages)
+
+        def seed() -> str | None:
+            text = self._ask("codex_history_seed", agent=agent, messages=history)
+            return text if isinstance(text, str) and text.strip() else None
+
+        session: CodexSession | None = None
+        try:
+            session = self._session(agent, key, settings, instructions)
+            result = session.run_turn(user_input, images=images, history_seed=seed)
+        except Exception as exc:  # a bug must not take the host down
+            log.exception("codex turn failed unexpectedly")
+            result = TurnResult()
+            result.fail(Failure(FailureKind.OTHER, redact(f"{type(exc).__name__}: {exc}")),
+                        retire=True)
+        return self._after_turn(agent, key, session, result)
+
+    def compact(self, agent: Any) -> TurnResult:
+        """Native compaction of the agent's thread."""
+        key = self._key(agent)
+        entry = self._entries.get(key)
+        if entry is None:
+            settings = coerce_settings(self._ask("codex_session_settings", agent=agent))
+            instructions = self._ask("codex_developer_instructions", agent=agent)
+            session = self._session(agent, key, settings,
+                                    instructions if isinstance(instructions, str) else None)
+        else:
+            session = entry.session
+        try:
+            result = session.compact()
+        except Exception as exc:
+            log.exception("codex compaction failed unexpectedly")
+            result = TurnResult()
+            result.fail(Failure(FailureKind.OTHER, redact(str(exc))), retire=True)
+        if result.compacted:
+            self._tell("codex_record_compaction", agent=agent, turn=result)
+        if result.should_retire:
+            self._retire(key, session)
+        return result
+
+    def _after_turn(self, agent: Any, key: int, session: CodexSession | None,
+                    result: TurnResult) -> TurnResult:
+        if result.usage is not None:
+            self._tell("codex_record_usage", agent=agent, usage=result.usage)
+        if result.compacted:
+            self._tell("codex_record_compaction", agent=agent, turn=result)
+        if result.failure is not None and result.failure.failover:
+            result.fallback = self._ask("codex_fallback", agent=agent, turn=result,
+                                        failure=result.failure)
+        self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages)
+        if result.thread_id and result.turn_id:
+            self._last_thread[key] = result.thread_id
+            self._tell("codex_thread_bound", agent=agent, thread_id=result.thread_id)
+        if result.should_retire and session is not None:
+            self._retire(key, session)
+        return result
+
+    def _retire(self, key: int, session: CodexSession) -> None:
+        log.info("retiring the codex session (thread %s)", session.thread_id)
+        session.retire()
+
+    # ------------------------------------------------------------------ controls
+
+    def interrupt(self, agent: Any) -> None:
+        """Interrupt the agent's active turn (from any thread)."""
+        session = self.session_for(agent)
+        if session is not None:
+            session.interrupt()
+
+    def steer(self, agent: Any, text: str) -> bool:
+        """Steer the agent's active turn; True when codex accepted it."""
+        session = self.session_for(agent)
+        return session.steer(text) if session is not None else False
+
+    def close(self, agent: Any) -> None:
+        """Close the agent's session and its process tree."""
+        self._forget(id(agent))
+
+    def close_all(self) -> None:
+        """Close every session (host shutdown)."""
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            entry.session.close()

@@ -1,0 +1,791 @@
+"""One codex thread for one host session: start or resume, the turn loop, approvals, interrupt,
+steer, compaction, and the result of every turn.
+
+Owns:
+
+* **Start/resume.** A stored thread id is resumed with ``thread/resume`` carrying the current
+  developer instructions, cwd and model/provider. If codex cannot resume it ("no rollout found",
+  another id answered, another process still writing it) a fresh thread is started in the same
+  call, seeded with the host's history — never surfaced as an error. The host's system prompt goes
+  once per thread as ``developerInstructions``; the history seed is appended only on a fresh thread.
+* **The turn loop.** It blocks on the connection's ordered inbound stream (no polling interval),
+  ignores other threads' and turns' notifications, projects items into host messages
+  (:mod:`.projector`), folds token usage (:mod:`.usage`), and ends on THIS turn's
+  ``turn/completed`` — or at once when the process dies, or at the elapsed deadline.
+* **Approvals.** Each server request is answered with a schema-valid reply. Decisions are asked
+  of the host per request, on a worker thread, so a person deciding never blocks the stream; if the
+  turn ends (or codex resolves the request) first, the prompt is cancelled and nothing is answered
+  late. Unknown methods get ``-32601``.
+* **Failures.** Everything codex or the process does ends as a :class:`TurnResult` with a
+  classified :class:`~hermes_codex_runtime.protocol.failures.Failure`; no exception escapes.
+
+It knows nothing about any particular host: the runtime passes callables in.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_codex_runtime.projector import Projector, ToolCall
+from hermes_codex_runtime.protocol import (
+    APPROVAL_METHODS,
+    METHOD_NOT_FOUND,
+    Decision,
+    Failure,
+    FailureKind,
+    InputError,
+    answer_for,
+    approval_kind,
+    classify,
+    classify_error_notification,
+    compact_start_params,
+    is_known,
+    plain_text,
+    safe_answer,
+    scope_of,
+    thread_resume_params,
+    thread_start_params,
+    to_user_input,
+    turn_interrupt_params,
+    turn_start_params,
+    turn_steer_params,
+)
+from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator, UsageReport
+from hermes_codex_runtime.wire import (
+    AppServerConnection,
+    CodexBinaryError,
+    Inbound,
+    RequestTimeout,
+    ServerError,
+    SpawnOptions,
+    TransportClosed,
+    WireError,
+    redact,
+)
+
+log = logging.getLogger(__name__)
+
+TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
+_INTERRUPT_RETRY_WINDOW = 1.0
+
+
+@dataclass(slots=True)
+class SessionSettings:
+    """How to run codex for one host session. Every field has a working default."""
+
+    codex_bin: str | None = None
+    codex_home: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    model_provider: str | None = None
+    approval_policy: str | dict[str, Any] | None = "on-request"
+    approvals_reviewer: str | None = "user"
+    sandbox: str | None = None
+    effort: str | None = None
+    env: Mapping[str, str] | None = None
+    extra_env: Mapping[str, str] | None = None
+    extra_args: tuple[str, ...] = ()
+    turn_timeout: float = 600.0
+    startup_timeout: float = 30.0
+    request_timeout: float = 30.0
+    control_timeout: float = 5.0
+    post_tool_quiet_warning: float = 90.0
+    client_version: str = "0"
+
+    def __post_init__(self) -> None:
+        for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",
+                     "post_tool_quiet_warning"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What codex asks the host to decide. ``cancelled`` is set when the question no longer needs
+    an answer (the turn ended, or codex resolved it): an interactive host should drop its prompt."""
+
+    method: str
+    kind: str
+    params: Mapping[str, Any]
+    thread_id: str | None
+    turn_id: str | None
+    item_id: str | None
+    command: str | None
+    cwd: str | None
+    reason: str | None
+    changes: tuple[Mapping[str, Any], ...]
+    cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def summary(self) -> str:
+        """One human-readable line: what will happen if the host says yes."""
+        if self.kind == "command":
+            text = f"run `{self.command}`" + (f" in {self.cwd}" if self.cwd else "")
+        elif self.kind == "file_change":
+            paths = [str(c.get("path")) for c in self.changes if c.get("path")]
+            text = "change " + (", ".join(paths[:5]) if paths else "files")
+            if len(paths) > 5:
+                text += f" (+{len(paths) - 5} more)"
+        elif self.kind == "permissions":
+            text = f"grant extra permissions {dict(self.params.get('permissions') or {})}"
+        elif self.kind in ("mcp_tool_call", "elicitation"):
+            text = str(self.params.get("message") or f"answer {self.params.get('serverName')}")
+        else:
+            text = self.method
+        return f"{text} — {self.reason}" if self.reason else text
+
+
+@dataclass(frozen=True, slots=True)
+class CodexEvent:
+    """Progress for the host's display: streamed text and reasoning, tool starts/ends,
+    approvals asked and answered, warnings (retries, quiet periods)."""
+
+    kind: str
+    text: str = ""
+    tool: ToolCall | None = None
+    method: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """The outcome of one turn (or one compaction). A plain value: no exception crosses the
+    session boundary."""
+
+    final_text: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_iterations: int = 0
+    interrupted: bool = False
+    timed_out: bool = False
+    error: str | None = None
+    failure: Failure | None = None
+    status: str | None = None
+    turn_id: str | None = None
+    thread_id: str | None = None
+    usage: UsageReport | None = None
+    compacted: bool = False
+    should_retire: bool = False
+    submitted_user_text: str = ""
+    thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
+    fallback: Any = None  # what the host's fallback produced for this turn, if it ran
+
+    @property
+    def ok(self) -> bool:
+        """True when the turn completed without an error."""
+        return self.error is None and not self.interrupted
+
+    @property
+    def last_token_usage(self) -> TokenUsage | None:
+        """The final model response's usage (the current prompt size)."""
+        return self.usage.last if self.usage else None
+
+    @property
+    def model_context_window(self) -> int | None:
+        """The model's usable context window, as codex reported it."""
+        return self.usage.context_window if self.usage else None
+
+    def fail(self, failure: Failure, *, retire: bool | None = None) -> None:
+        """Record ``failure`` (the first one wins) and whether the session must be replaced."""
+        if self.failure is None:
+            self.failure = failure
+            self.error = failure.describe()
+        if retire if retire is not None else failure.retire_session:
+            self.should_retire = True
+
+
+class _Pending:
+    __slots__ = ("dropped", "method", "params", "request", "request_id")
+
+    def __init__(self, request_id: Any, method: str, params: Mapping[str, Any],
+                 request: ApprovalRequest) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.request = request
+        self.dropped = False
+
+
+Approver = Callable[[ApprovalRequest], Any]
+EventSink = Callable[[CodexEvent], None]
+SeedProvider = Callable[[], str | None]
+ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
+
+
+class CodexSession:
+    """One codex thread (and its app-server process) for one host session.
+
+    ``run_turn``/``compact`` are called by one thread at a time; ``interrupt``, ``steer`` and
+    ``close`` may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        settings: SessionSettings | None = None,
+        *,
+        developer_instructions: str | None = None,
+        stored_thread_id: str | None = None,
+        approve: Approver | None = None,
+        on_event: EventSink | None = None,
+        connection_factory: ConnectionFactory | None = None,
+    ) -> None:
+        self.settings = settings or SessionSettings()
+        self.developer_instructions = developer_instructions
+        self._stored_thread_id = stored_thread_id
+        self._approve = approve
+        self._on_event = on_event
+        self._connect = connection_factory or AppServerConnection.spawn
+        self._conn: AppServerConnection | None = None
+        self.thread_id: str | None = None
+        self.thread_origin: str | None = None
+        self._interrupt = threading.Event()
+        self._lock = threading.RLock()
+        self._active_turn: str | None = None
+        self._pending: dict[Any, _Pending] = {}
+        self._file_changes: dict[str, tuple[Mapping[str, Any], ...]] = {}
+        self._decider: concurrent.futures.ThreadPoolExecutor | None = None
+        self._closed = False
+        self.retired = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def cwd(self) -> str:
+        """The working directory codex runs in."""
+        return self.settings.cwd or os.getcwd()
+
+    @property
+    def connection(self) -> AppServerConnection | None:
+        """The live connection, if started."""
+        return self._conn
+
+    def _emit(self, event: CodexEvent) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("the host's codex event handler raised; continuing")
+
+    def _spawn(self) -> AppServerConnection:
+        s = self.settings
+        return self._connect(SpawnOptions(
+            codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
+            extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
+            client_version=s.client_version))
+
+    def _thread_overrides(self) -> dict[str, Any]:
+        s = self.settings
+        return {"cwd": self.cwd, "model": s.model, "model_provider": s.model_provider,
+                "approval_policy": s.approval_policy, "approvals_reviewer": s.approvals_reviewer,
+                "sandbox": s.sandbox, "personality": "none"}
+
+    def ensure_started(self, seed: SeedProvider | None = None) -> str:
+        """Spawn codex and start (or resume) the thread; returns its id. Raises :class:`WireError`
+        (and ``ValueError`` for bad settings); :meth:`run_turn` turns those into results."""
+        with self._lock:
+            if self._closed:
+                raise TransportClosed("the codex session is closed")
+            if self._conn is not None and self.thread_id is not None:
+                return self.thread_id
+            if self._conn is None:
+                self._conn = self._spawn()
+            conn = self._conn
+        overrides = self._thread_overrides()
+        instructions = self.developer_instructions or None
+        stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
+        if stored:
+            try:
+                result = conn.request("thread/resume", thread_resume_params(
+                    stored, developer_instructions=instructions, **overrides),
+                    timeout=self.settings.request_timeout)
+                answered = (result.get("thread") or {}).get("id")
+                if answered == stored:
+                    self.thread_id, self.thread_origin = stored, "resumed"
+                    log.info("codex thread %s resumed", stored)
+                    return stored
+                log.warning("codex answered thread/resume for %s with thread %r; starting fresh",
+                            stored, answered)
+            except ServerError as exc:
+                log.warning("codex could not resume thread %s (%s); starting a fresh thread",
+                            stored, exc.message)
+        seed_text = seed() if seed is not None else None
+        combined = "\n\n".join(p for p in (instructions, seed_text) if p) or None
+        result = conn.request("thread/start", thread_start_params(
+            developer_instructions=combined, **overrides), timeout=self.settings.request_timeout)
+        thread_id = (result.get("thread") or {}).get("id")
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ServerError("thread/start", -32603, "codex returned no thread id")
+        self.thread_id = thread_id
+        self.thread_origin = "seeded" if seed_text else "started"
+        log.info("codex thread %s started (%s)", thread_id, self.thread_origin)
+        return thread_id
+
+    def close(self) -> None:
+        """Cancel pending approvals and close the app-server (its whole process tree)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.retired = True
+            conn, self._conn = self._conn, None
+            self._drop_pending()
+        if self._decider is not None:
+            self._decider.shutdown(wait=False, cancel_futures=True)
+        if conn is not None:
+            conn.close()
+
+    def retire(self) -> None:
+        """Mark the session unusable; the runtime replaces it before the next turn."""
+        self.close()
+
+    # ------------------------------------------------------------------ controls
+
+    def interrupt(self) -> None:
+        """Stop the active turn (from any thread). Before a turn starts, the next one is not
+        launched at all."""
+        self._interrupt.set()
+        conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.wake("interrupt")
+
+    def steer(self, text: str) -> bool:
+        """Add guidance to the active turn (``turn/steer`` with ``expectedTurnId``). Returns True
+        only when codex accepted it for that very turn."""
+        cleaned = (text or "").strip()
+        with self._lock:
+            turn_id, thread_id, conn = self._active_turn, self.thread_id, self._conn
+        if not cleaned or not turn_id or not thread_id or conn is None:
+            return False
+        try:
+            items = to_user_input(cleaned)
+            reply = conn.request("turn/steer", turn_steer_params(thread_id, turn_id, items),
+                                 timeout=self.settings.control_timeout)
+        except (WireError, InputError) as exc:
+            log.info("turn/steer was not accepted: %s", exc)
+            return False
+        return reply.get("turnId") == turn_id
+
+    @property
+    def active_turn_id(self) -> str | None:
+        """The id of the turn in flight, if any."""
+        return self._active_turn
+
+    # ------------------------------------------------------------------ turns
+
+    def _start_or_fail(self, result: TurnResult, seed: SeedProvider | None) -> bool:
+        try:
+            self.ensure_started(seed)
+        except CodexBinaryError as exc:
+            result.fail(Failure(FailureKind.SETUP, str(exc)), retire=True)
+            return False
+        except TransportClosed as exc:
+            result.fail(self._transport_failure(f"codex app-server failed to start: {exc}"))
+            return False
+        except RequestTimeout as exc:
+            result.fail(Failure(FailureKind.TRANSPORT, str(exc)), retire=True)
+            return False
+        except ServerError as exc:
+            result.fail(classify(None, exc.message), retire=True)
+            return False
+        except (WireError, ValueError, OSError) as exc:
+            result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=True)
+            return False
+        result.thread_id = self.thread_id
+        result.thread_origin = self.thread_origin
+        return True
+
+    def run_turn(self, user_input: Any, *, images: Sequence[str] = (),
+                 history_seed: SeedProvider | None = None) -> TurnResult:
+        """Send one user message and drive the turn to its end. Never raises for anything codex
+        or the process does."""
+        result = TurnResult(submitted_user_text=plain_text(user_input))
+        try:
+            items = to_user_input(user_input, base_dir=self.cwd, images=images)
+        except InputError as exc:
+            result.fail(Failure(FailureKind.INPUT, str(exc)), retire=False)
+            return result
+        try:
+            if not self._start_or_fail(result, history_seed):
+                return result
+            if self._interrupt.is_set():  # a hard stop during start-up is honoured here
+                result.interrupted = True
+                result.status = "interrupted"
+                return result
+            conn, thread_id = self._conn, self.thread_id
+            assert conn is not None and thread_id is not None
+            try:
+                reply = conn.request("turn/start", turn_start_params(
+                    thread_id, items, effort=self.settings.effort),
+                    timeout=self.settings.request_timeout)
+            except ServerError as exc:
+                result.fail(classify(exc.data if isinstance(exc.data, dict | str) else None,
+                                     exc.message), retire=False)
+                return result
+            except RequestTimeout as exc:
+                result.fail(Failure(FailureKind.TRANSPORT, str(exc)), retire=True)
+                return result
+            except TransportClosed as exc:
+                result.fail(self._transport_failure(str(exc)))
+                return result
+            turn_id = (reply.get("turn") or {}).get("id")
+            if not isinstance(turn_id, str):
+                result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
+                return result
+            result.turn_id = turn_id
+            self._drive(result, conn, thread_id, turn_id, learn_turn=False)
+            return result
+        finally:
+            self._interrupt.clear()
+
+    def compact(self) -> TurnResult:
+        """Native compaction (``thread/compact/start``), waiting for its own turn to complete."""
+        result = TurnResult()
+        try:
+            if not self._start_or_fail(result, None):
+                return result
+            conn, thread_id = self._conn, self.thread_id
+            assert conn is not None and thread_id is not None
+            try:
+                conn.request("thread/compact/start", compact_start_params(thread_id),
+                             timeout=self.settings.request_timeout)
+            except ServerError as exc:
+                result.fail(classify(None, exc.message), retire=False)
+                return result
+            except WireError as exc:
+                result.fail(self._transport_failure(str(exc)))
+                return result
+            self._drive(result, conn, thread_id, None, learn_turn=True)
+            return result
+        finally:
+            self._interrupt.clear()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _transport_failure(self, message: str) -> Failure:
+        conn = self._conn
+        tail = conn.stderr_tail(12) if conn is not None else []
+        primary = classify(None, "", stderr=tail)
+        kind = FailureKind.AUTH if primary.kind is FailureKind.AUTH else FailureKind.TRANSPORT
+        detail = redact(message)
+        if tail:
+            detail += "\ncodex stderr (last lines):\n" + "\n".join(tail)
+        return Failure(kind, detail)
+
+    def _send_interrupt(self, conn: AppServerConnection, thread_id: str, turn_id: str) -> bool:
+        """``turn/interrupt``, bounded. codex briefly answers "no active turn" right after a
+        steer, so a refusal is retried for a short while. True when codex took it."""
+        deadline = time.monotonic() + _INTERRUPT_RETRY_WINDOW
+        while True:
+            try:
+                conn.request("turn/interrupt", turn_interrupt_params(thread_id, turn_id),
+                             timeout=self.settings.control_timeout)
+                return True
+            except ServerError as exc:
+                if time.monotonic() >= deadline:
+                    log.info("turn/interrupt refused: %s", exc.message)
+                    return False
+                time.sleep(0.05)
+            except WireError as exc:
+                log.warning("turn/interrupt failed: %s", exc)
+                return False
+
+    def _drive(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+               turn_id: str | None, *, learn_turn: bool) -> None:
+        settings = self.settings
+        projector = Projector()
+        usage = UsageAccumulator()
+        with self._lock:
+            self._active_turn = turn_id
+        deadline = time.monotonic() + settings.turn_timeout
+        interrupt_sent_at: float | None = None
+        last_tool_done: float | None = None
+        finished = False
+        aborted = False
+        try:
+            while True:
+                now = time.monotonic()
+                if self._interrupt.is_set() and interrupt_sent_at is None and turn_id:
+                    result.interrupted = True
+                    interrupt_sent_at = now
+                    if not self._send_interrupt(conn, thread_id, turn_id) and not conn.is_alive():
+                        result.fail(self._transport_failure("codex exited during an interrupt"))
+                        break
+                limit = deadline
+                if interrupt_sent_at is not None:
+                    limit = min(limit, interrupt_sent_at + max(settings.control_timeout, 2.0))
+                if now >= limit:
+                    break
+                wait = limit - now
+                if last_tool_done is not None:
+                    wait = min(wait, max(0.0, last_tool_done + settings.post_tool_quiet_warning
+                                         - now))
+                try:
+                    message = conn.next_inbound(timeout=max(wait, 0.001))
+                except TransportClosed as exc:
+                    result.fail(self._transport_failure(
+                        f"the codex app-server process exited during the turn ({exc})"))
+                    break
+                if message is None:
+                    if last_tool_done is not None and time.monotonic() >= (
+                            last_tool_done + settings.post_tool_quiet_warning):
+                        log.warning("codex has been quiet for %.0fs after a tool result; still "
+                                    "waiting (the turn deadline is %.0fs)",
+                                    settings.post_tool_quiet_warning, settings.turn_timeout)
+                        self._emit(CodexEvent("quiet", "codex is still working…"))
+                        last_tool_done = None
+                    continue
+                if message.is_local:
+                    continue
+                if message.is_request:
+                    self._on_server_request(message, thread_id)
+                    continue
+                scope = scope_of(message.params)
+                if learn_turn and turn_id is None:
+                    if message.method == "turn/started" and scope.thread_id == thread_id \
+                            and scope.turn_id:
+                        turn_id = scope.turn_id
+                        result.turn_id = turn_id
+                        with self._lock:
+                            self._active_turn = turn_id
+                    continue
+                if not scope.belongs_to(thread_id, turn_id):
+                    continue
+                outcome = self._on_notification(message, result, projector, usage)
+                if outcome == "tool_done":
+                    last_tool_done = time.monotonic()
+                elif outcome == "activity":
+                    last_tool_done = None
+                elif outcome == "completed":
+                    finished = True
+                    break
+                elif outcome == "aborted":
+                    aborted = True
+                    finished = True
+                    break
+            if not finished and result.failure is None:
+                self._at_deadline(result, conn, thread_id, turn_id, projector,
+                                  interrupted=interrupt_sent_at is not None)
+        finally:
+            with self._lock:
+                self._active_turn = None
+                self._drop_pending()
+            result.messages = projector.finish()
+            result.final_text = projector.final_text
+            if aborted:
+                result.final_text = ""
+                result.messages = [m for m in result.messages
+                                   if not _has_abort_marker(m.get("content"))]
+            result.tool_iterations = projector.tool_iterations
+            result.usage = usage.report()
+            result.thread_id = thread_id
+            if result.should_retire:
+                self.retired = True
+
+    def _at_deadline(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+                     turn_id: str | None, projector: Projector, *, interrupted: bool) -> None:
+        if interrupted:
+            # codex took (or refused) the interrupt but never completed the turn.
+            result.interrupted = True
+            result.status = result.status or "interrupted"
+            result.should_retire = True
+            return
+        if projector.has_completed_answer() and turn_id:
+            log.warning("codex sent its final answer but no turn/completed before the deadline "
+                        "(%.0fs); accepting the answer", self.settings.turn_timeout)
+            if not self._send_interrupt(conn, thread_id, turn_id):
+                result.should_retire = True
+            result.status = "completed"
+            return
+        if turn_id:
+            self._send_interrupt(conn, thread_id, turn_id)
+        result.interrupted = True
+        result.timed_out = True
+        result.status = "interrupted"
+        result.fail(Failure(FailureKind.TIMEOUT,
+                            f"the codex turn did not finish within "
+                            f"{self.settings.turn_timeout:g}s"),
+                    retire=True)
+
+    def _on_notification(self, message: Inbound, result: TurnResult, projector: Projector,
+                         usage: UsageAccumulator) -> str | None:
+        method, params = message.method, message.params
+        if method == "item/agentMessage/delta":
+            delta = params.get("delta")
+            projector.feed(method, params)
+            if isinstance(delta, str):
+                self._emit(CodexEvent("text_delta", delta, method=method, params=params))
+                if _has_abort_marker(delta):
+                    result.interrupted = True
+                    result.status = "interrupted"
+                    result.fail(Failure(FailureKind.OTHER, "codex reported turn_aborted"),
+                                retire=False)
+                    return "aborted"
+            return "activity"
+        if method in ("item/reasoning/summaryTextDelta", "item/reasoning/textDelta"):
+            delta = params.get("delta")
+            if isinstance(delta, str):
+                self._emit(CodexEvent("reasoning_delta", delta, method=method, params=params))
+            return "activity"
+        if method == "item/commandExecution/outputDelta":
+            projector.feed(method, params)
+            return "activity"
+        if method == "item/started":
+            item = params.get("item")
+            if isinstance(item, Mapping) and item.get("type") == "fileChange" \
+                    and isinstance(item.get("id"), str):
+                changes = tuple(c for c in item.get("changes") or () if isinstance(c, Mapping))
+                self._file_changes[item["id"]] = changes
+            call = projector.feed(method, params)
+            if call is not None:
+                self._emit(CodexEvent("tool_started", call.name, tool=call, method=method,
+                                      params=params))
+            if isinstance(item, Mapping) and item.get("type") == "contextCompaction":
+                result.compacted = True
+            return "activity"
+        if method == "item/completed":
+            item = params.get("item")
+            call = projector.feed(method, params)
+            if isinstance(item, Mapping):
+                if item.get("type") == "contextCompaction":
+                    result.compacted = True
+                if item.get("type") == "agentMessage" and _has_abort_marker(item.get("text")):
+                    result.interrupted = True
+                    result.status = "interrupted"
+                    result.fail(Failure(FailureKind.OTHER, "codex reported turn_aborted"),
+                                retire=False)
+                    return "aborted"
+            if call is not None:
+                self._emit(CodexEvent("tool_completed", call.name, tool=call, method=method,
+                                      params=params))
+                return "tool_done"
+            return "activity"
+        if method == "thread/tokenUsage/updated":
+            usage.add(params)
+            return None
+        if method == "thread/compacted":
+            result.compacted = True
+            return None
+        if method == "error":
+            failure, will_retry = classify_error_notification(params)
+            if will_retry:
+                self._emit(CodexEvent("retrying", failure.message, method=method, params=params))
+            else:
+                result.fail(failure)
+            return None
+        if method == "serverRequest/resolved":
+            with self._lock:
+                pending = self._pending.pop(params.get("requestId"), None)
+                if pending is not None:
+                    pending.dropped = True
+                    pending.request.cancelled.set()
+            return None
+        if method == "turn/completed":
+            raw_turn = params.get("turn")
+            turn: Mapping[str, Any] = raw_turn if isinstance(raw_turn, Mapping) else {}
+            status = turn.get("status")
+            result.status = status if isinstance(status, str) else None
+            if status == "interrupted":
+                result.interrupted = True
+            elif status == "failed":
+                raw_error = turn.get("error")
+                error: Mapping[str, Any] = raw_error if isinstance(raw_error, Mapping) else {}
+                if result.failure is None:
+                    result.fail(classify(error.get("codexErrorInfo"),
+                                         str(error.get("message") or "the codex turn failed")))
+            return "completed"
+        return None
+
+    # ------------------------------------------------------------------ approvals
+
+    def _on_server_request(self, message: Inbound, thread_id: str) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        method, params, request_id = message.method, message.params, message.id
+        assert request_id is not None
+        try:
+            if not is_known(method):
+                log.warning("codex sent an unknown request %r; answering -32601", method)
+                conn.respond_error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
+                return
+            if method not in APPROVAL_METHODS:
+                answer = safe_answer(method)
+                assert answer is not None
+                conn.respond(request_id, answer)
+                return
+        except TransportClosed:
+            return
+        item_id = params.get("itemId") if isinstance(params.get("itemId"), str) else None
+        request = ApprovalRequest(
+            method=method,
+            kind=approval_kind(method, params),
+            params=params,
+            thread_id=params.get("threadId") or thread_id,
+            turn_id=params.get("turnId") or self._active_turn,
+            item_id=item_id,
+            command=_str_or_none(params.get("command")),
+            cwd=_str_or_none(params.get("cwd")),
+            reason=_str_or_none(params.get("reason")),
+            changes=self._file_changes.get(item_id or "", ()),
+        )
+        pending = _Pending(request_id, method, params, request)
+        with self._lock:
+            self._pending[request_id] = pending
+            if self._decider is None:
+                self._decider = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="codex-approval")
+            decider = self._decider
+        self._emit(CodexEvent("approval_requested", request.summary(), method=method,
+                              params=params))
+        try:
+            decider.submit(self._decide, pending)
+        except RuntimeError:  # the session is closing
+            pending.dropped = True
+
+    def _decide(self, pending: _Pending) -> None:
+        decision = Decision.DECLINE
+        if self._approve is not None and not pending.request.cancelled.is_set():
+            try:
+                decision = Decision.coerce(self._approve(pending.request))
+            except Exception:
+                log.exception("the host's approval decision raised; declining")
+                decision = Decision.DECLINE
+        answer = answer_for(pending.method, decision, dict(pending.params))
+        with self._lock:
+            if pending.dropped or self._pending.get(pending.request_id) is not pending:
+                log.info("dropping a late approval decision for request %s",
+                         pending.request_id)
+                return
+            del self._pending[pending.request_id]
+            conn = self._conn
+        if conn is None or answer is None:
+            return
+        try:
+            conn.respond(pending.request_id, answer)
+        except TransportClosed:
+            return
+        self._emit(CodexEvent("approval_answered", decision.value, method=pending.method,
+                              params=pending.params))
+
+    def _drop_pending(self) -> None:
+        for pending in self._pending.values():
+            pending.dropped = True
+            pending.request.cancelled.set()
+        self._pending.clear()
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _has_abort_marker(text: Any) -> bool:
+    return isinstance(text, str) and any(marker in text for marker in TURN_ABORTED_MARKERS)

@@ -1,0 +1,96 @@
+"""A test host: implements every runtime hook and records what it was told and asked."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from hermes_codex_runtime.hookspecs import hookimpl
+from hermes_codex_runtime.protocol import Decision
+from hermes_codex_runtime.session import ApprovalRequest, SessionSettings
+
+
+class Agent:
+    """Stands in for a host's per-conversation object."""
+
+    def __init__(self, name: str = "agent") -> None:
+        self.name = name
+
+
+class RecordingHost:
+    """Hook implementations of a minimal host, recording everything."""
+
+    def __init__(self, settings: SessionSettings, *,
+                 instructions: str | None = "You are the test host.",
+                 decide: Callable[[ApprovalRequest], Any] | None = None,
+                 stored: str | None = None,
+                 fallback: Callable[[Any, Any], Any] | None = None) -> None:
+        self.settings = settings
+        self.instructions = instructions
+        self.decide = decide or (lambda request: Decision.ACCEPT)
+        self.stored = stored
+        self.fallback = fallback
+        self.lock = threading.Lock()
+        self.events: list[Any] = []
+        self.approvals: list[ApprovalRequest] = []
+        self.usage: list[Any] = []
+        self.compactions: list[Any] = []
+        self.finished: list[tuple[Any, list[dict]]] = []
+        self.bound: list[str] = []
+        self.fallbacks: list[tuple[Any, Any]] = []
+        self.seed_requests = 0
+
+    @hookimpl
+    def codex_session_settings(self, agent):
+        return self.settings
+
+    @hookimpl
+    def codex_developer_instructions(self, agent):
+        return self.instructions
+
+    @hookimpl
+    def codex_history_seed(self, agent, messages):
+        self.seed_requests += 1
+        return None  # the default rendering answers
+
+    @hookimpl
+    def codex_stored_thread(self, agent):
+        return self.stored
+
+    @hookimpl
+    def codex_thread_bound(self, agent, thread_id):
+        self.bound.append(thread_id)
+        self.stored = thread_id
+
+    @hookimpl
+    def codex_approval(self, agent, request):
+        with self.lock:
+            self.approvals.append(request)
+        return self.decide(request)
+
+    @hookimpl
+    def codex_event(self, agent, event):
+        with self.lock:
+            self.events.append(event)
+
+    @hookimpl
+    def codex_record_usage(self, agent, usage):
+        self.usage.append(usage)
+
+    @hookimpl
+    def codex_record_compaction(self, agent, turn):
+        self.compactions.append(turn)
+
+    @hookimpl
+    def codex_turn_finished(self, agent, turn, messages):
+        self.finished.append((turn, list(messages)))
+
+    @hookimpl
+    def codex_fallback(self, agent, turn, failure):
+        self.fallbacks.append((turn, failure))
+        return self.fallback(turn, failure) if self.fallback else None
+
+    def event_kinds(self) -> list[str]:
+        with self.lock:
+            return [event.kind for event in self.events]

@@ -1,0 +1,257 @@
+"""The session and runtime against the fake app-server: what the real binary won't do on demand.
+The fake validates every message against the installed binary's schema; each test ends with the
+wire clean."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from support import Agent, RecordingHost
+
+from hermes_codex_runtime.plugins import make_plugin_manager
+from hermes_codex_runtime.protocol import FailureKind
+from hermes_codex_runtime.runtime import CodexRuntime
+from hermes_codex_runtime.session import SessionSettings
+
+
+@pytest.fixture
+def fake_runtime(fake_codex, tmp_path):
+    runtimes = []
+
+    def make(scenario, *, turn_timeout=20.0, **host_options):
+        fake_codex.set_scenario(scenario)
+        settings = SessionSettings(codex_bin=fake_codex.path, cwd=str(tmp_path),
+                                   turn_timeout=turn_timeout, control_timeout=2.0)
+        host = RecordingHost(settings, **host_options)
+        runtime = CodexRuntime(make_plugin_manager([host]))
+        runtimes.append(runtime)
+        return runtime, host
+
+    yield make
+    for runtime in runtimes:
+        runtime.close_all()
+
+
+def test_codex_dying_mid_turn_ends_the_turn_at_once_and_retires(fake_runtime, fake_codex):
+    secret = "sk-live-" + "q" * 24
+    runtime, _host = fake_runtime({"turns": [[
+        {"message": "working on it"},
+        {"crash": 9, "crash_stderr": ["fatal: lost the model connection",
+                                      f"while sending api_key={secret}"]},
+    ], [{"message": "back again"}]]})
+    agent = Agent()
+    started = time.monotonic()
+    turn = runtime.run_turn(agent, "go")
+    assert time.monotonic() - started < 3  # at once, not at the 20 s deadline
+    assert turn.failure is not None and turn.failure.kind is FailureKind.TRANSPORT
+    assert turn.should_retire
+    assert "fatal: lost the model connection" in turn.error
+    assert secret not in turn.error and "[REDACTED]" in turn.error
+    assert turn.final_text == "working on it"  # what arrived before the crash is kept
+    again = runtime.run_turn(agent, "again")  # a new process; the stored thread is resumed
+    assert again.ok and again.final_text == "back again"
+    assert again.thread_origin == "resumed" and again.thread_id == turn.thread_id
+    fake_codex.assert_wire_clean()
+
+
+def test_a_partial_message_and_open_tool_items_are_closed_not_lost(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"turns": [[
+        {"partial": "half an answ", "deltas": 3},
+        {"hang": True},
+    ]]})
+    agent = Agent()
+    threading.Timer(0.5, lambda: runtime.interrupt(agent)).start()
+    turn = runtime.run_turn(agent, "go")
+    assert turn.interrupted and turn.status == "interrupted"
+    assert turn.messages == [{"role": "assistant", "content": "half an answ"}]
+    fake_codex.assert_wire_clean()
+
+
+def test_turn_aborted_marker_ends_the_turn(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"turns": [[{"message": "partial work"},
+                                             {"turn_aborted": True}]]}, turn_timeout=10.0)
+    started = time.monotonic()
+    turn = runtime.run_turn(Agent(), "go")
+    assert time.monotonic() - started < 3
+    assert turn.interrupted and "turn_aborted" in turn.error
+    assert not any("<turn_aborted>" in (m.get("content") or "") for m in turn.messages)
+    fake_codex.assert_wire_clean()
+
+
+def test_a_final_message_without_turn_completed_is_accepted_at_the_deadline(fake_runtime,
+                                                                            fake_codex):
+    runtime, _host = fake_runtime({"turns": [[{"message": "the real answer"},
+                                             {"no_complete": True}]]}, turn_timeout=1.5)
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok, turn.error
+    assert turn.final_text == "the real answer" and not turn.timed_out
+    fake_codex.assert_wire_clean()
+
+
+def test_a_turn_that_hangs_times_out_is_interrupted_and_retired(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"turns": [[{"reasoning": "thinking"}, {"hang": True}]]},
+                                 turn_timeout=1.5)
+    started = time.monotonic()
+    turn = runtime.run_turn(Agent(), "go")
+    assert 1.4 < time.monotonic() - started < 6
+    assert turn.timed_out and turn.interrupted and turn.should_retire
+    assert turn.failure is not None and turn.failure.kind is FailureKind.TIMEOUT
+    assert fake_codex.requests("turn/interrupt")
+    fake_codex.assert_wire_clean()
+
+
+def test_wire_silence_after_a_tool_result_is_a_warning_not_a_failure(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[
+        {"command": "make build", "output": "built\n"},
+        {"sleep": 1.2},
+        {"message": "finished after a long think"},
+    ]]})
+    runtime_settings = host.settings
+    runtime_settings.post_tool_quiet_warning = 0.3
+    turn = runtime.run_turn(Agent(), "build it")
+    assert turn.ok and turn.final_text == "finished after a long think"
+    assert "quiet" in host.event_kinds()
+    fake_codex.assert_wire_clean()
+
+
+def test_other_threads_and_turns_are_ignored(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[{"foreign": True}, {"message": "mine"}]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok and turn.final_text == "mine"
+    texts = [e.text for e in host.events if e.kind == "text_delta"]
+    assert texts == ["mine"]
+    assert turn.messages == [{"role": "assistant", "content": "mine"}]
+    fake_codex.assert_wire_clean()
+
+
+def test_unknown_server_requests_get_method_not_found(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[
+        {"request": {"method": "account/chatgptAuthTokens/refresh",
+                     "params": {"reason": "unauthorized"}}},
+        {"request": {"method": "item/tool/call", "params": {
+            "threadId": "t", "turnId": "u", "callId": "c", "tool": "x", "arguments": {}}}},
+        {"message": "ok"},
+    ]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok
+    [refresh] = fake_codex.replies("account/chatgptAuthTokens/refresh")
+    assert refresh["error"]["code"] == -32601
+    [tool_call] = fake_codex.replies("item/tool/call")
+    assert tool_call["result"] == {"contentItems": [], "success": False}
+    assert host.approvals == []  # not approvals: answered safely without asking anyone
+    fake_codex.assert_wire_clean()
+
+
+def test_a_decision_still_pending_when_the_turn_ends_is_dropped(fake_runtime, fake_codex):
+    release = threading.Event()
+    asked = threading.Event()
+
+    def slow_person(request):
+        asked.set()
+        release.wait(10)  # the person is still thinking when the turn ends
+        return "accept"
+
+    runtime, host = fake_runtime({"turns": [[{"command": "rm -rf build", "approval": True}]]},
+                                 decide=slow_person)
+    agent = Agent()
+    threading.Thread(target=lambda: asked.wait(10) and runtime.interrupt(agent)).start()
+    turn = runtime.run_turn(agent, "clean up")
+    assert turn.interrupted
+    [request] = host.approvals
+    assert request.cancelled.is_set()  # an interactive host can drop its prompt
+    # The command item never completed: the projection closes it instead of losing it.
+    [call, result] = turn.messages
+    assert call["tool_calls"][0]["function"]["name"] == "exec_command"
+    assert "interrupted before the command finished" in result["content"]
+    release.set()
+    time.sleep(0.3)  # give the late decision every chance to be (wrongly) sent
+    assert fake_codex.replies("item/commandExecution/requestApproval") == []
+    fake_codex.assert_wire_clean()  # includes "no reply to an abandoned request"
+
+
+def test_a_raising_or_malformed_decision_declines(fake_runtime, fake_codex):
+    answers = iter([RuntimeError("prompt crashed"), {"weird": True}])
+
+    def decide(request):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    runtime, _host = fake_runtime({"turns": [[
+        {"command": "one", "approval": True}, {"command": "two", "approval": True},
+        {"message": "done"}]]}, decide=decide)
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok
+    decisions = [r["result"]["decision"]
+                 for r in fake_codex.replies("item/commandExecution/requestApproval")]
+    assert decisions == ["decline", "decline"]
+    fake_codex.assert_wire_clean()
+
+
+def test_the_fallback_is_not_asked_for_ordinary_failures(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[{"fail": {"info": "contextWindowExceeded",
+                                                       "message": "too long"}}]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.failure is not None and turn.failure.kind is FailureKind.CONTEXT_WINDOW
+    assert host.fallbacks == [] and turn.fallback is None
+    fake_codex.assert_wire_clean()
+
+
+def test_an_expired_login_asks_for_codex_login_and_retires(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"stderr_at_start": ["WARN plugin prewarm: 401 Unauthorized"],
+                                  "turns": [[{"fail": {
+                                      "info": "unauthorized",
+                                      "message": "Your access token could not be refreshed"}}]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.failure is not None and turn.failure.kind is FailureKind.AUTH
+    assert "codex login" in turn.error and turn.should_retire
+    fake_codex.assert_wire_clean()
+
+
+def test_will_retry_errors_are_not_terminal(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[
+        {"error": {"info": {"responseStreamDisconnected": {"httpStatusCode": 502}},
+                   "message": "Reconnecting... 1/5", "will_retry": True}},
+        {"message": "recovered"}]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok and turn.final_text == "recovered"
+    assert "retrying" in host.event_kinds()
+    fake_codex.assert_wire_clean()
+
+
+def test_a_missing_binary_is_a_setup_failure_with_the_fix(tmp_path):
+    settings = SessionSettings(codex_bin=str(tmp_path / "no-such-codex"), cwd=str(tmp_path))
+    host = RecordingHost(settings)
+    runtime = CodexRuntime(make_plugin_manager([host]))
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
+    assert "model.codex_bin" in turn.error
+    assert host.finished and host.bound == []
+
+
+def test_bad_settings_from_the_host_are_a_clear_error(tmp_path):
+    host = RecordingHost(SessionSettings())
+    host.settings = {"turn_timeout": -5}
+    runtime = CodexRuntime(make_plugin_manager([host]))
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.failure is not None and "turn_timeout must be a positive number" in turn.error
+    host.settings = {"codex_binn": "/x"}
+    turn = runtime.run_turn(Agent(), "go")
+    assert "unknown codex session setting(s): codex_binn" in turn.error
+
+
+def test_a_resume_answered_with_another_thread_starts_fresh_and_seeded(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"resume": "other_id", "turns": [[{"message": "hello"}]]},
+                                 stored="stored-thread-id")
+    history = [{"role": "user", "content": "earlier question"},
+               {"role": "assistant", "content": "earlier answer"},
+               {"role": "user", "content": "now"}]
+    turn = runtime.run_turn(Agent(), "now", history)
+    assert turn.ok and turn.thread_origin == "seeded"
+    [start] = fake_codex.requests("thread/start")
+    assert "earlier answer" in start["params"]["developerInstructions"]
+    assert fake_codex.requests("thread/resume")[0]["params"]["threadId"] == "stored-thread-id"
+    fake_codex.assert_wire_clean()

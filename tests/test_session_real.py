@@ -1,0 +1,275 @@
+"""The session and the runtime on the REAL codex binary with the mock provider, driven end to end
+by a test host through the pluggy hooks. Each test ends with the wire checked clean."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from support import Agent
+
+from hermes_codex_runtime.protocol import Decision, FailureKind
+from hermes_codex_runtime.session import SessionSettings
+from hermes_codex_runtime.testing import mock_provider as mp
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_text_turn_projects_the_answer_and_counts_cached_tokens_once(make_runtime,
+                                                                      mock_provider):
+    mock_provider.enqueue(mp.text("Hello there.", deltas=3, usage=mp.Usage(
+        input=80, cached=20, output=25, reasoning=5, reported_total=130)))
+    runtime, host = make_runtime()
+    turn = runtime.run_turn(Agent(), "hi")
+    assert turn.ok, turn.error
+    assert turn.final_text == "Hello there."
+    assert turn.messages == [{"role": "assistant", "content": "Hello there."}]
+    assert turn.submitted_user_text == "hi"
+    assert [e.text for e in host.events if e.kind == "text_delta"] == ["Hell", "o th", "ere."]
+    usage = turn.usage
+    assert usage is not None and usage.responses == 1
+    last = usage.last
+    assert (last.prompt_tokens, last.uncached_input_tokens, last.cached_tokens) == (80, 60, 20)
+    assert (last.output_tokens, last.reasoning_tokens, last.total_tokens) == (25, 5, 130)
+    assert usage.context_window and usage.context_window > 0
+    assert host.usage == [usage]
+    assert host.bound == [turn.thread_id]
+    assert host.finished[0][0] is turn
+
+
+@pytest.mark.parametrize(("decision", "status", "interrupted"), [
+    (Decision.ACCEPT, "completed", False),
+    (Decision.DECLINE, "declined", False),
+    (Decision.CANCEL, None, True),
+])
+def test_command_approval_is_decided_by_the_host(make_runtime, mock_provider, decision, status,
+                                                 interrupted):
+    mock_provider.enqueue(mp.exec_command("echo from-the-shell", escalated=True,
+                                          justification="to show the user"), mp.text("ok"))
+    runtime, host = make_runtime(decide=lambda request: decision)
+    turn = runtime.run_turn(Agent(), "run it")
+    [request] = host.approvals
+    assert request.kind == "command" and "echo from-the-shell" in (request.command or "")
+    assert request.reason == "to show the user"
+    assert turn.interrupted is interrupted
+    call, result = turn.messages[0], turn.messages[1]
+    assert call["role"] == "assistant" and call["tool_calls"][0]["function"]["name"] == \
+        "exec_command"
+    assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
+    assert turn.tool_iterations == 1
+    if status == "completed":
+        assert "from-the-shell" in result["content"]
+        assert turn.final_text == "ok"
+    elif status == "declined":
+        assert "declined" in result["content"]
+    else:  # cancel declines and ends the turn
+        assert turn.status == "interrupted"
+        assert "declined" in result["content"] or "interrupted" in result["content"]
+
+
+def test_file_change_approval_shows_the_changeset(make_runtime, mock_provider):
+    patch = mp.add_file_patch("notes.txt", ["first line", "second line"])
+    mock_provider.enqueue(mp.apply_patch(patch), mp.text("created"))
+    runtime, host = make_runtime()
+    turn = runtime.run_turn(Agent(), "make notes")
+    [request] = host.approvals
+    assert request.kind == "file_change"
+    [change] = request.changes
+    assert change["path"].endswith("notes.txt") and "first line" in change["diff"]
+    assert "notes.txt" in request.summary()
+    assert (make_runtime.workdir / "notes.txt").read_text() == "first line\nsecond line\n"
+    assert turn.messages[0]["tool_calls"][0]["function"]["name"] == "apply_patch"
+    assert turn.final_text == "created"
+
+
+def test_permissions_and_mcp_elicitations_get_valid_answers(codex_binary, mock_provider,
+                                                            tmp_path, make_runtime):
+    from hermes_codex_runtime.testing.codex_home import mock_mcp_server, prepare_codex_home
+
+    home = prepare_codex_home(tmp_path / "mcp-home", mock_provider.base_url,
+                              codex_bin=codex_binary.path,
+                              features={"request_permissions_tool": True},
+                              mcp_servers={"mock": mock_mcp_server()})
+    mock_provider.enqueue(
+        mp.tool_call("request_permissions", {"permissions": {"network": {"enabled": True}},
+                                             "reason": "needs the network"}),
+        mp.tool_call("confirm", {"question": "Deploy now?"}, namespace="mcp__mock"),
+        mp.text("all answered"))
+    settings = SessionSettings(codex_bin=codex_binary.path, codex_home=str(home),
+                               cwd=str(make_runtime.workdir), turn_timeout=60.0)
+    runtime, host = make_runtime(settings)
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok, turn.error
+    kinds = [r.kind for r in host.approvals]
+    assert kinds == ["permissions", "mcp_tool_call", "elicitation"]
+    granted = json.dumps(mock_provider.requests[1]["input"][-1])
+    assert "enabled" in granted and "true" in granted  # the grant reached the model
+    mcp_result = [m for m in turn.messages if m.get("role") == "tool"
+                  and m.get("name") == "mcp.mock.confirm"]
+    assert mcp_result and '"action": "accept"' in mcp_result[0]["content"]
+
+
+def test_interrupt_mid_stream_ends_the_turn_and_keeps_the_partial_text(make_runtime,
+                                                                       mock_provider):
+    mock_provider.enqueue(mp.text("word " * 200, deltas=200, delta_delay=0.02))
+    runtime, host = make_runtime()
+    agent = Agent()
+    stopper = threading.Thread(target=lambda: wait_for(
+        lambda: "text_delta" in host.event_kinds()) and runtime.interrupt(agent))
+    stopper.start()
+    started = time.monotonic()
+    turn = runtime.run_turn(agent, "talk a lot")
+    stopper.join(timeout=10)
+    assert time.monotonic() - started < 10
+    assert turn.interrupted and turn.status == "interrupted"
+    assert turn.messages and turn.messages[-1]["content"].startswith("word")
+    assert len(turn.messages[-1]["content"]) < len("word " * 200)
+    follow_up = runtime.run_turn(agent, "still there?")  # the session survives an interrupt
+    assert follow_up.ok and follow_up.final_text == "ok"
+
+
+def test_an_interrupt_during_startup_prevents_the_turn(make_runtime, mock_provider):
+    runtime, _host = make_runtime()
+    agent = Agent()
+    runtime.run_turn(agent, "first")
+    session = runtime.session_for(agent)
+    session.interrupt()  # e.g. Ctrl-C while the next turn is being prepared
+    requests_before = len(mock_provider.requests)
+    turn = runtime.run_turn(agent, "second")
+    assert turn.interrupted and turn.turn_id is None
+    assert len(mock_provider.requests) == requests_before
+    assert runtime.run_turn(agent, "third").ok  # the flag does not stick
+
+
+def test_steer_reaches_the_active_turn(make_runtime, mock_provider):
+    slow = mp.text("slow " * 60, deltas=60, delta_delay=0.02)
+    mock_provider.enqueue(slow, mp.text("steered answer"))
+    runtime, _host = make_runtime()
+    agent = Agent()
+    outcome: list[bool] = []
+    steerer = threading.Thread(target=lambda: wait_for(
+        lambda: runtime.session_for(agent) is not None
+        and runtime.session_for(agent).active_turn_id is not None)
+        and outcome.append(runtime.steer(agent, "be brief")))
+    steerer.start()
+    turn = runtime.run_turn(agent, "explain")
+    steerer.join(timeout=10)
+    assert outcome == [True]
+    assert mock_provider.saw_text("be brief", role="user")
+    assert turn.ok
+    assert not runtime.steer(agent, "too late")  # no active turn: refused, not misrouted
+
+
+def test_native_compaction_waits_for_its_own_turn(make_runtime, mock_provider):
+    runtime, host = make_runtime()
+    agent = Agent()
+    runtime.run_turn(agent, "some history")
+    mock_provider.enqueue(mp.text("SUMMARY OF THE CONVERSATION"))
+    compaction = runtime.compact(agent)
+    assert compaction.compacted and compaction.turn_id and compaction.error is None
+    assert host.compactions == [compaction]
+    assert runtime.run_turn(agent, "after compaction").ok
+
+
+def test_history_seed_rides_on_a_fresh_thread_and_never_on_resume(make_runtime, mock_provider):
+    history = [
+        {"role": "system", "content": "host system prompt"},
+        {"role": "user", "content": "My favourite colour is TEAL-42."},
+        {"role": "assistant", "content": "Noted: TEAL-42."},
+        {"role": "user", "content": "what is my favourite colour?"},
+    ]
+    runtime, _host = make_runtime(instructions="HOST-PROMPT-9")
+    agent = Agent()
+    turn = runtime.run_turn(agent, history[-1]["content"], history)
+    assert turn.thread_origin == "seeded"
+    developer = [t for r, t in mock_provider.request_texts(0) if r == "developer"]
+    seeded = [t for t in developer if "HOST-PROMPT-9" in t]
+    assert seeded and "TEAL-42" in seeded[0] and "already happened" in seeded[0]
+    assert "what is my favourite colour?" not in seeded[0]  # the trailing user row is dropped
+    assert "host system prompt" not in seeded[0]
+
+    # A second process resumes the same thread: codex holds the history; no seed rides along.
+    runtime.close_all()
+    other_runtime, other_host = make_runtime(instructions="HOST-PROMPT-9",
+                                             stored=turn.thread_id)
+    mock_provider.clear()
+    resumed = other_runtime.run_turn(Agent(), "and again?", history)
+    assert resumed.ok and resumed.thread_origin == "resumed"
+    assert resumed.thread_id == turn.thread_id
+    assert other_host.seed_requests == 0
+    [resume] = [m for conn in make_runtime.connections for m in conn.sent
+                if m.get("method") == "thread/resume"]
+    assert resume["params"]["developerInstructions"] == "HOST-PROMPT-9"  # no seed on resume
+    texts = [t for _, t in mock_provider.request_texts(0)]
+    # codex replays its own thread history: the seed of the first start is there once, not twice.
+    assert sum(t.count("already happened") for t in texts) == 1
+    assert any("what is my favourite colour?" in t for t in texts)
+
+
+def test_an_unresumable_thread_starts_fresh_and_seeded(make_runtime, mock_provider):
+    history = [{"role": "user", "content": "remember PINEAPPLE-7"},
+               {"role": "assistant", "content": "ok"}]
+    runtime, host = make_runtime(stored="00000000-0000-0000-0000-000000000000")
+    turn = runtime.run_turn(Agent(), "what did I ask?", [*history,
+                                                        {"role": "user",
+                                                         "content": "what did I ask?"}])
+    assert turn.ok, turn.error
+    assert turn.thread_origin == "seeded"
+    assert turn.thread_id != "00000000-0000-0000-0000-000000000000"
+    assert mock_provider.saw_text("PINEAPPLE-7", role="developer")
+    assert host.bound == [turn.thread_id]
+
+
+def test_a_changed_system_prompt_retires_the_thread(make_runtime, mock_provider):
+    runtime, host = make_runtime(instructions="PROMPT-A")
+    agent = Agent()
+    first = runtime.run_turn(agent, "one", [{"role": "user", "content": "one"}])
+    host.instructions = "PROMPT-B"
+    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": "two"}]
+    second = runtime.run_turn(agent, "two", history)
+    assert second.thread_id != first.thread_id
+    assert second.thread_origin == "seeded"
+    last_developer = [t for r, t in mock_provider.request_texts(-1) if r == "developer"]
+    assert any("PROMPT-B" in t for t in last_developer)
+    assert not any("PROMPT-A" in t for t in last_developer)
+
+
+def test_a_usage_limit_is_failover_class_and_the_host_completes_the_turn(make_runtime,
+                                                                          mock_provider):
+    mock_provider.enqueue(mp.usage_limit())
+    runtime, host = make_runtime(fallback=lambda turn, failure: {
+        "final_response": f"fallback answered: {turn.submitted_user_text}"})
+    turn = runtime.run_turn(Agent(), "please answer")
+    assert turn.failure is not None and turn.failure.kind is FailureKind.USAGE_LIMIT
+    assert turn.failure.failover and not turn.should_retire
+    assert host.fallbacks and host.fallbacks[0][0] is turn
+    assert turn.fallback == {"final_response": "fallback answered: please answer"}
+
+
+def test_approvals_are_decided_per_request(make_runtime, mock_provider):
+    """A /yolo switched on between two approvals of one turn counts for the second."""
+    yolo = threading.Event()
+
+    def decide(request):
+        if yolo.is_set():
+            return Decision.ACCEPT
+        yolo.set()  # the user turns yolo on after declining the first one
+        return Decision.DECLINE
+
+    mock_provider.enqueue(mp.exec_command("echo one", escalated=True),
+                          mp.exec_command("echo two", escalated=True), mp.text("done"))
+    runtime, _host = make_runtime(decide=decide)
+    turn = runtime.run_turn(Agent(), "two commands")
+    results = [m["content"] for m in turn.messages if m["role"] == "tool"]
+    assert "declined" in results[0]
+    assert "two" in results[1] and "declined" not in results[1]

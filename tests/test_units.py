@@ -1,0 +1,213 @@
+"""Pure pieces of the runtime: usage normalisation, the history seed, the projector, and the
+plugin manager's order of answers."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hermes_codex_runtime.history_seed import HEADER, OMITTED, render_history_seed
+from hermes_codex_runtime.hookspecs import hookimpl
+from hermes_codex_runtime.plugins import make_plugin_manager
+from hermes_codex_runtime.projector import Projector, tool_call_id
+from hermes_codex_runtime.protocol import Decision
+from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator
+
+# ---------------------------------------------------------------- usage
+
+
+def test_cached_tokens_are_inside_input_tokens():
+    usage = TokenUsage.from_breakdown({"inputTokens": 80, "cachedInputTokens": 20,
+                                       "outputTokens": 25, "reasoningOutputTokens": 5,
+                                       "totalTokens": 130})
+    assert usage.prompt_tokens == 80
+    assert usage.uncached_input_tokens == 60
+    assert usage.cached_tokens == 20
+    assert usage.total_tokens == 130  # the provider's total passes through
+
+
+def test_cache_writes_are_also_inside_input_and_bad_fields_count_zero():
+    usage = TokenUsage.from_breakdown({"inputTokens": 100, "cachedInputTokens": 30,
+                                       "cacheWriteInputTokens": 50, "outputTokens": "7",
+                                       "totalTokens": None})
+    assert usage.uncached_input_tokens == 20
+    assert usage.output_tokens == 0 and usage.total_tokens == 100
+    absurd = TokenUsage.from_breakdown({"inputTokens": 10, "cachedInputTokens": 99})
+    assert absurd.cached_tokens == 10 and absurd.uncached_input_tokens == 0
+
+
+def test_a_turn_sums_its_responses_and_keeps_the_last_prompt():
+    acc = UsageAccumulator()
+    acc.add({"tokenUsage": {"last": {"inputTokens": 100, "outputTokens": 10},
+                            "total": {"inputTokens": 100, "outputTokens": 10},
+                            "modelContextWindow": 1000}})
+    acc.add({"tokenUsage": {"last": {"inputTokens": 150, "cachedInputTokens": 100,
+                                     "outputTokens": 5},
+                            "total": {"inputTokens": 250, "outputTokens": 15}}})
+    report = acc.report()
+    assert report is not None
+    assert report.turn.prompt_tokens == 250 and report.turn.cached_tokens == 100
+    assert report.last.prompt_tokens == 150
+    assert report.context_window == 1000 and report.context_used_fraction == 0.15
+    assert report.responses == 2
+    assert UsageAccumulator().report() is None
+
+
+# ---------------------------------------------------------------- history seed
+
+
+def test_seed_renders_turns_tools_and_drops_system_and_the_trailing_user_row():
+    seed = render_history_seed([
+        {"role": "system", "content": "SYSTEM PROMPT"},
+        {"role": "user", "content": "list files"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "1", "name": "terminal", "content": "a.py\nb.py"},
+        {"role": "assistant", "content": "Two files."},
+        {"role": "user", "content": [{"type": "text", "text": "the new question"}]},
+    ])
+    assert seed is not None and seed.startswith(HEADER)
+    assert "User: list files" in seed
+    assert "Assistant called tools: terminal" in seed
+    assert "Tool result (terminal): a.py b.py" in seed
+    assert "Assistant: Two files." in seed
+    assert "SYSTEM PROMPT" not in seed and "the new question" not in seed
+
+
+def test_seed_keeps_the_most_recent_turns_under_the_cap():
+    messages = []
+    for i in range(10_000):
+        messages.append({"role": "user", "content": f"question {i}"})
+        messages.append({"role": "assistant", "content": f"answer {i}"})
+    seed = render_history_seed(messages, max_chars=32_000)
+    assert seed is not None and len(seed) <= 32_000
+    assert OMITTED in seed
+    assert "answer 9999" in seed and "question 0\n" not in seed
+    body = seed.split(OMITTED, 1)[1]
+    assert body.index("question 9998") < body.index("answer 9999")  # chronological order
+
+
+def test_seed_of_nothing_is_none():
+    assert render_history_seed([]) is None
+    assert render_history_seed([{"role": "user", "content": "only the new message"}]) is None
+    assert render_history_seed([{"role": "system", "content": "x"}, "garbage", 42]) is None
+
+
+def test_tool_previews_are_short():
+    seed = render_history_seed([{"role": "tool", "content": "x" * 10_000},
+                                {"role": "user", "content": "next"}])
+    assert seed is not None and len(seed) < len(HEADER) + 400
+
+
+# ---------------------------------------------------------------- projector
+
+
+def _started(item):
+    return "item/started", {"item": item}
+
+
+def _completed(item):
+    return "item/completed", {"item": item}
+
+
+def test_projection_pairs_each_tool_call_with_its_result_and_puts_the_answer_last():
+    p = Projector()
+    command = {"type": "commandExecution", "id": "cmd1", "command": "ls", "cwd": "/w"}
+    for method, params in [
+        _started({"type": "agentMessage", "id": "m0", "text": ""}),
+        _completed({"type": "agentMessage", "id": "m0", "text": "Let me look."}),
+        _started(command),
+        _completed({**command, "status": "completed", "aggregatedOutput": "a\n",
+                    "exitCode": 0}),
+        _completed({"type": "agentMessage", "id": "m1", "text": "There is a."}),
+    ]:
+        p.feed(method, params)
+    messages = p.finish()
+    assert [m["role"] for m in messages] == ["assistant", "assistant", "tool", "assistant"]
+    assert messages[0]["content"] == "Let me look."
+    call = messages[1]["tool_calls"][0]
+    assert call["id"] == tool_call_id("cmd1") == messages[2]["tool_call_id"]
+    assert json.loads(call["function"]["arguments"]) == {"command": "ls", "cwd": "/w"}
+    assert messages[2]["content"] == "[exit code 0]\na\n"
+    assert p.final_text == "There is a." and messages[-1]["content"] == "There is a."
+    assert p.tool_iterations == 1
+
+
+def test_duplicated_completions_count_once():
+    p = Projector()
+    item = {"type": "webSearch", "id": "w", "query": "q"}
+    p.feed(*_completed(item))
+    p.feed(*_completed(item))
+    assert p.tool_iterations == 1 and len(p.finish()) == 2
+
+
+_ITEM_IDS = st.sampled_from(["a", "b", "c", "d"])
+_TYPES = st.sampled_from(["agentMessage", "commandExecution", "fileChange", "mcpToolCall",
+                          "reasoning", "webSearch", "bogus", None])
+_NOTES = st.one_of(
+    st.tuples(st.sampled_from(["item/started", "item/completed"]),
+              st.fixed_dictionaries({"item": st.fixed_dictionaries(
+                  {"id": _ITEM_IDS, "type": _TYPES},
+                  optional={"text": st.text(max_size=5), "status": st.text(max_size=5),
+                            "changes": st.just([{"path": "p"}])})})),
+    st.tuples(st.sampled_from(["item/agentMessage/delta", "item/commandExecution/outputDelta"]),
+              st.fixed_dictionaries({"itemId": _ITEM_IDS, "delta": st.text(max_size=5)})),
+    st.tuples(st.text(max_size=10), st.dictionaries(st.text(max_size=3), st.integers())),
+    st.tuples(st.just("item/completed"), st.just({"item": "not an object"})),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NOTES, max_size=30))
+def test_any_notification_sequence_projects_consistently(notes):
+    p = Projector()
+    for method, params in notes:
+        p.feed(method, params)
+    messages = p.finish()
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert calls == results  # every call answered, in order
+    assert len(set(calls)) == len(calls)  # no item projected twice
+    assert p.tool_iterations == len(calls)
+    assert messages[-1:] == [] or messages[-1]["role"] in ("assistant", "tool")
+    if p.final_text:
+        assert messages[-1] == {"role": "assistant", "content": p.final_text}
+
+
+# ---------------------------------------------------------------- plugin order
+
+
+class _Host:
+    @hookimpl
+    def codex_approval(self, agent, request):
+        return Decision.DECLINE
+
+
+class _TryFirstPolicy:
+    @hookimpl(tryfirst=True)
+    def codex_approval(self, agent, request):
+        return Decision.ACCEPT if request == "safe" else None
+
+
+class _OrdinaryPlugin:
+    @hookimpl
+    def codex_approval(self, agent, request):
+        return Decision.ACCEPT
+
+
+def test_the_host_answers_before_ordinary_plugins_and_tryfirst_policies_before_the_host():
+    pm = make_plugin_manager([_Host()], load_entry_points=False)
+    pm.register(_OrdinaryPlugin())  # registered like an entry point would be: before the host
+    pm.unregister(name="host:0:_Host")
+    pm.register(_Host(), name="host:0:_Host")
+    assert pm.hook.codex_approval(agent=None, request="anything") is Decision.DECLINE
+    pm.register(_TryFirstPolicy())
+    assert pm.hook.codex_approval(agent=None, request="safe") is Decision.ACCEPT
+    assert pm.hook.codex_approval(agent=None, request="other") is Decision.DECLINE
+
+
+def test_without_any_host_approvals_fail_closed():
+    pm = make_plugin_manager(load_entry_points=False)
+    assert pm.hook.codex_approval(agent=None, request="x") is Decision.DECLINE
