@@ -22,8 +22,11 @@ _outcomes: dict[str, dict[str, int]] = {m: {"ran": 0, "skipped": 0} for m in REA
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "codex_binary" in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "codex_binary" in names:
             item.add_marker(pytest.mark.real_codex)
+        if "hermes_base" in names:
+            item.add_marker(pytest.mark.real_hermes)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -99,3 +102,94 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema):
         runtime.close_all()
     problems = [p for conn in connections for p in conn.wire_problems(protocol_schema)]
     assert problems == [], problems
+
+
+@pytest.fixture(scope="session")
+def hermes_base(tmp_path_factory):
+    """A session-wide HERMES_HOME with the plugin enabled in config.yaml, set BEFORE Hermes is
+    imported, so Hermes' own loader discovers and registers the plugin (as for a user)."""
+    from hermes_env import base_config, write_hermes_home
+
+    home = tmp_path_factory.mktemp("hermes-home")
+    write_hermes_home(home, base_config())
+    os.environ.update(HERMES_HOME=str(home), HERMES_DISABLE_LAZY_INSTALLS="1",
+                      TIRITH_ENABLED="0")
+    os.environ.pop("HERMES_YOLO_MODE", None)
+    import run_agent  # noqa: F401  (importing it runs Hermes' plugin discovery)
+
+    from hermes_codex_runtime.hermes import REGISTRATIONS, seams
+
+    assert REGISTRATIONS, "Hermes did not load the plugin from its entry point"
+    assert seams.INSTALLED == {"turn": True, "activation": True}, seams.INSTALLED
+    return home
+
+
+class HermesHarness:
+    """Per-test Hermes: config.yaml, a codex home on the mock provider, real AIAgents."""
+
+    def __init__(self, home, codex_binary, provider, tmp_path, monkeypatch):
+        from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+        self.home = home
+        self.provider = provider
+        self.tmp = tmp_path
+        self.workdir = tmp_path / "work"
+        self.workdir.mkdir()
+        self.hooks_file = tmp_path / "hooks.jsonl"
+        monkeypatch.setenv("HOOK_RECORD_FILE", str(self.hooks_file))
+        monkeypatch.delenv("TERMINAL_CWD", raising=False)
+        monkeypatch.delenv("CODEX_BIN", raising=False)
+        self.codex_binary = codex_binary
+        self.codex_home = prepare_codex_home(tmp_path / "codex-home", provider.base_url,
+                                             codex_bin=codex_binary.path)
+        self.agents = []
+        self.configure()
+
+    def configure(self, approvals=None, codex_toml_extra="", **model):
+        from hermes_env import base_config, write_config
+
+        if codex_toml_extra:
+            config_toml = self.codex_home / "config.toml"
+            text = config_toml.read_text()
+            head, sep, tail = text.partition("[model_providers")
+            config_toml.write_text(head + codex_toml_extra + "\n" + sep + tail)
+        config = base_config(codex_home=str(self.codex_home), **model)
+        if approvals is not None:
+            config["approvals"] = approvals
+        write_config(self.home, config)
+        return config
+
+    def session_db(self):
+        from hermes_state import SessionDB
+
+        return SessionDB(db_path=self.tmp / "state.db")
+
+    def agent(self, **overrides):
+        import run_agent
+
+        kwargs = dict(model="mock-model", provider="openai", api_mode="codex_app_server",
+                      api_key="sk-test-not-used", base_url="http://127.0.0.1:9/v1",
+                      quiet_mode=True, skip_memory=True, skip_context_files=True,
+                      session_db=self.session_db())
+        kwargs.update(overrides)
+        agent = run_agent.AIAgent(**kwargs)
+        agent.session_cwd = str(self.workdir)
+        self.agents.append(agent)
+        return agent
+
+    def hooks(self):
+        from hermes_env import read_hooks
+
+        return read_hooks(self.hooks_file)
+
+    def close(self):
+        for agent in self.agents:
+            agent.close()
+
+
+@pytest.fixture
+def hermes(hermes_base, codex_binary, mock_provider, tmp_path, monkeypatch):
+    """A real Hermes AIAgent factory whose codex turns use the real binary on the mock."""
+    harness = HermesHarness(hermes_base, codex_binary, mock_provider, tmp_path, monkeypatch)
+    yield harness
+    harness.close()

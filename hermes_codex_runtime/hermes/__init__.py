@@ -1,22 +1,34 @@
 """The Hermes adapter: the only package that imports Hermes modules.
 
-:func:`install` is called by :func:`hermes_codex_runtime.register` from Hermes' plugin loader. It
-records that the host loaded the plugin; the turn seam and the hook implementations are installed
-here as the adapter grows (see COMPAT_MANIFEST.md for every host symbol it touches).
+:func:`install` is called by :func:`hermes_codex_runtime.register` from Hermes' plugin loader
+while ``run_agent`` is still importing. It stays cheap: it swaps the turn seam and the runtime
+resolver (:mod:`.seams`), and never raises into the host — a missing seam is one log line and the
+host's own runtime stays in place. Everything else happens on the first codex turn.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("hermes_codex_runtime.hermes")
 
 #: The contexts Hermes registered us with, in order (one per plugin-manager load).
 REGISTRATIONS: list[Any] = []
 
 
 def install(ctx: Any) -> None:
-    """Record the registration. Cheap by design: Hermes calls this while ``run_agent`` imports."""
+    """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising)."""
     REGISTRATIONS.append(ctx)
-    log.debug("codex-runtime registered with Hermes (%s)", type(ctx).__name__)
+    try:
+        from hermes_codex_runtime.hermes import seams
+
+        installed = seams.install(ctx)
+        run_agent = sys.modules.get("run_agent")
+        agent_class = getattr(run_agent, "AIAgent", None) if run_agent is not None else None
+        if isinstance(agent_class, type):  # discovery ran after run_agent finished importing
+            seams.wire_agent_class(agent_class)
+        log.debug("codex-runtime installed: %s", installed)
+    except Exception:
+        log.exception("codex-runtime: installation failed; Hermes keeps its own codex runtime")

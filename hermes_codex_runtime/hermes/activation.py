@@ -1,0 +1,122 @@
+"""Making ``model.openai_runtime: codex_app_server`` actually take effect.
+
+Every place Hermes builds an ``AIAgent`` (CLI, gateway, cron, TUI, ACP, one-shot, ``/model``)
+calls ``hermes_cli.runtime_provider.resolve_runtime_provider`` through a function-local import, so
+wrapping that one module attribute reaches all of them. Hermes 0.19.0 honours ``openai_runtime``
+only for ``openai-codex`` on its credential-pool path; the wrapper makes it hold for:
+
+* ``provider: openai-codex`` on every path (pool, explicit, auth store) — and when Hermes holds
+  no codex login at all ("No Codex credentials stored"): codex owns its own login;
+* ``provider: openai-api``, and ``provider: openai`` (which 0.19.0 rejects as unknown);
+* ``model.api_mode: codex_app_server`` set directly (a common spelling of the same wish).
+
+Only the primary resolution is rewritten: fallback entries (another ``requested`` provider, or an
+explicit base URL) keep their own api_mode, so a fallback provider really is a different one.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hermes_codex_runtime.hermes.settings import (
+    RUNTIME_VALUE,
+    SettingError,
+    model_section,
+    runtime_requested,
+)
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+
+CODEX_PROVIDERS = frozenset({"openai", "openai-codex", "codex", "openai-api"})
+PLACEHOLDER_KEY = "codex-app-server-owns-auth"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_MARK = "__hermes_codex_runtime_wrapped__"
+
+
+def _applies(requested: str | None, explicit_base_url: str | None,
+             model: Mapping[str, Any]) -> bool:
+    if explicit_base_url:
+        return False
+    configured = str(model.get("provider") or "").strip().lower()
+    asked = str(requested or "").strip().lower()
+    if asked and configured and asked != configured:
+        return False  # resolving a fallback entry or an explicit /model switch
+    provider = asked or configured
+    if model.get("api_mode") == RUNTIME_VALUE:
+        return True  # the user said so explicitly, for whatever provider
+    return provider in CODEX_PROVIDERS
+
+
+def _synthesised(requested: str | None, model: Mapping[str, Any]) -> dict[str, Any]:
+    provider = str(requested or model.get("provider") or "openai-codex").strip().lower()
+    if provider in ("openai", "codex"):
+        provider = "openai-codex"
+    base_url = model.get("base_url") if isinstance(model.get("base_url"), str) else None
+    return {
+        "provider": provider,
+        "api_mode": RUNTIME_VALUE,
+        "base_url": base_url or DEFAULT_BASE_URL,
+        "api_key": PLACEHOLDER_KEY,
+        "source": "codex-runtime (codex owns authentication)",
+        "requested_provider": requested or model.get("provider"),
+    }
+
+
+def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``resolve_runtime_provider`` with the codex runtime applied when config.yaml asks."""
+    if getattr(original, _MARK, False):
+        return original
+
+    @functools.wraps(original)
+    def resolve_runtime_provider(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        requested = kwargs.get("requested")
+        explicit_base_url = kwargs.get("explicit_base_url")
+        try:
+            model = model_section()
+            wanted = runtime_requested(model) and _applies(requested, explicit_base_url, model)
+        except SettingError as exc:
+            log.warning("codex-runtime: %s — the codex runtime stays off", exc)
+            wanted = False
+        except Exception:
+            log.debug("codex-runtime: could not read config.yaml", exc_info=True)
+            wanted = False
+        if not wanted:
+            return original(*args, **kwargs)
+        try:
+            runtime = original(*args, **kwargs)
+        except Exception as exc:
+            # 0.19.0: "Unknown provider 'openai'", "No Codex credentials stored". codex
+            # authenticates on its own (codex login / CODEX_HOME): Hermes needs no credential.
+            log.info("codex-runtime: Hermes could not resolve %r (%s); codex owns the login",
+                     requested or model.get("provider"), exc)
+            return _synthesised(requested, model)
+        if not isinstance(runtime, dict):
+            return runtime
+        patched = dict(runtime)
+        patched["api_mode"] = RUNTIME_VALUE
+        if not patched.get("api_key"):
+            patched["api_key"] = PLACEHOLDER_KEY
+        if not patched.get("base_url"):
+            patched["base_url"] = model.get("base_url") or DEFAULT_BASE_URL
+        return patched
+
+    setattr(resolve_runtime_provider, _MARK, True)
+    resolve_runtime_provider.__wrapped_original__ = original  # type: ignore[attr-defined]
+    return resolve_runtime_provider
+
+
+def install_activation() -> bool:
+    """Wrap the host's resolver in place. False (with one log line) when it is missing."""
+    from hermes_codex_runtime.hermes.probe import symbol
+
+    original = symbol("hermes_cli.runtime_provider", "resolve_runtime_provider",
+                      feature="model.openai_runtime activation")
+    if not callable(original):
+        return False
+    import hermes_cli.runtime_provider as module
+
+    module.resolve_runtime_provider = wrap_resolver(original)
+    return True

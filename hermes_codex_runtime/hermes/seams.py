@@ -1,0 +1,128 @@
+"""Installing the plugin into a running Hermes, one feature-probed seam at a time.
+
+:func:`install` runs inside ``register(ctx)`` — while ``run_agent`` is still importing — so it only
+swaps module attributes:
+
+* the turn: ``ctx.register_agent_runtime`` where the host offers a runtime registry, otherwise
+  ``agent.codex_runtime.run_codex_app_server_turn`` (``AIAgent._run_codex_app_server_turn``
+  imports it afresh on every call, so the swap reaches every turn);
+* activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`).
+
+Class-level wiring — ``AIAgent.interrupt`` reaching the codex session, ``close`` and
+``release_clients`` closing it, the background review's fork kept off codex — waits until
+``run_agent`` has finished importing: it is done by the first codex turn
+(:func:`wire_agent_class`). A missing symbol logs one line and leaves the
+host's own behaviour in place; nothing here raises into the host.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from typing import Any
+
+from hermes_codex_runtime.hermes.probe import symbol
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+_MARK = "__hermes_codex_runtime__"
+_wired: set[type] = set()
+_wire_lock = threading.Lock()
+
+#: What install() managed to put in place (for status/doctor and tests).
+INSTALLED: dict[str, bool] = {}
+
+
+def install(ctx: Any) -> dict[str, bool]:
+    """Install every seam this host supports; return which ones took."""
+    INSTALLED["turn"] = _install_turn(ctx)
+    from hermes_codex_runtime.hermes.activation import install_activation
+
+    INSTALLED["activation"] = install_activation()
+    return dict(INSTALLED)
+
+
+def _install_turn(ctx: Any) -> bool:
+    from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn
+
+    register_runtime = getattr(ctx, "register_agent_runtime", None)
+    if callable(register_runtime):
+        try:
+            register_runtime(descriptor={"name": "codex_app_server",
+                                         "api_mode": "codex_app_server",
+                                         "plugin": "codex-runtime"},
+                             factory=lambda: run_codex_app_server_turn)
+            log.info("codex-runtime: registered through the host's agent-runtime registry")
+            return True
+        except Exception:
+            log.warning("codex-runtime: the host's runtime registry refused the plugin; "
+                        "using the module seam", exc_info=True)
+    original = symbol("agent.codex_runtime", "run_codex_app_server_turn",
+                      feature="running Hermes turns on codex (the host's runtime stays)")
+    if not callable(original):
+        return False
+    import agent.codex_runtime as host_runtime
+
+    if getattr(original, _MARK, False):
+        return True
+    setattr(run_codex_app_server_turn, _MARK, True)
+    run_codex_app_server_turn.__hermes_original__ = original  # type: ignore[attr-defined]
+    host_runtime.run_codex_app_server_turn = run_codex_app_server_turn
+    return True
+
+
+def _downgrade_review_fork() -> None:
+    """The background review runs a short-lived forked agent: it must never spawn its own codex
+    app-server. Hermes downgrades its default route; a review routed through
+    ``auxiliary.background_review`` to a codex provider is downgraded here too."""
+    original = symbol("agent.background_review", "_resolve_review_runtime",
+                      feature="keeping the background review off the codex runtime")
+    if not callable(original) or getattr(original, _MARK, False):
+        return
+    import agent.background_review as review
+
+    @functools.wraps(original)
+    def resolve(*args: Any, **kwargs: Any) -> Any:
+        runtime = original(*args, **kwargs)
+        if isinstance(runtime, dict) and runtime.get("api_mode") == "codex_app_server":
+            runtime = dict(runtime, api_mode="codex_responses")
+        return runtime
+
+    setattr(resolve, _MARK, True)
+    review._resolve_review_runtime = resolve
+
+
+def wire_agent_class(cls: type) -> None:
+    """Make ``interrupt`` reach the codex session and ``close``/``release_clients`` close it."""
+    with _wire_lock:
+        if cls in _wired:
+            return
+        _wired.add(cls)
+    from hermes_codex_runtime.hermes.turn import shared_runtime
+
+    def wrap(name: str, after: Any) -> None:
+        original = getattr(cls, name, None)
+        if not callable(original):
+            symbol(cls.__module__, f"{cls.__name__}.{name}",
+                   feature=f"codex sessions following AIAgent.{name}")
+            return
+        if getattr(original, _MARK, False):
+            return
+
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                try:
+                    after(self)
+                except Exception:
+                    log.debug("codex-runtime: %s follow-up failed", name, exc_info=True)
+
+        setattr(wrapper, _MARK, True)
+        setattr(cls, name, wrapper)
+
+    _downgrade_review_fork()
+    wrap("interrupt", lambda agent: shared_runtime().interrupt(agent))
+    wrap("close", lambda agent: shared_runtime().close(agent))
+    wrap("release_clients", lambda agent: shared_runtime().close(agent))

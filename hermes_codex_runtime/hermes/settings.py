@@ -1,0 +1,132 @@
+"""Reading the plugin's settings from Hermes' ``config.yaml``.
+
+Keys (all optional):
+
+* ``model.openai_runtime: codex_app_server`` — turn the codex runtime on (``auto`` turns it off);
+  ``model.api_mode: codex_app_server`` is honoured the same way;
+* ``model.codex_bin`` (or ``$CODEX_BIN``) — the codex executable; needed where ``PATH`` is minimal;
+* ``model.codex_home`` (or ``$CODEX_HOME``) — codex's home (login, config, sessions);
+* ``model.codex_turn_timeout`` — seconds one codex turn may take (default 600);
+* ``model.codex_sandbox`` — ``read-only`` / ``workspace-write`` / ``danger-full-access``;
+* ``model.codex_model`` / ``model.codex_model_provider`` — the model (and the
+  ``[model_providers]`` entry of codex's config.toml) codex should use; by default codex's own
+  config decides.
+
+A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
+deep inside a turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_codex_runtime.hermes.probe import symbol
+
+RUNTIME_VALUE = "codex_app_server"
+SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+
+
+class SettingError(ValueError):
+    """A config.yaml value the plugin cannot use."""
+
+
+def hermes_home() -> Path:
+    """``$HERMES_HOME`` as Hermes resolves it (default ``~/.hermes``)."""
+    get_home = symbol("hermes_constants", "get_hermes_home", feature="HERMES_HOME lookup")
+    if callable(get_home):
+        try:
+            return Path(get_home())
+        except Exception:
+            pass
+    return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+
+
+def load_config() -> dict[str, Any]:
+    """Hermes' merged config (its own loader when available, else the YAML file)."""
+    loader = symbol("hermes_cli.config", "load_config", feature="reading config.yaml")
+    if callable(loader):
+        try:
+            config = loader()
+            return config if isinstance(config, dict) else {}
+        except Exception:
+            pass
+    import yaml
+
+    path = hermes_home() / "config.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config["model"]`` as a dict (Hermes also allows a bare model-name string)."""
+    config = load_config() if config is None else config
+    model = config.get("model")
+    return dict(model) if isinstance(model, Mapping) else {}
+
+
+def runtime_requested(model: Mapping[str, Any]) -> bool:
+    """True when config.yaml asks for the codex app-server runtime."""
+    for key in ("openai_runtime", "api_mode"):
+        value = model.get(key)
+        if value is None or value is False:
+            continue
+        if not isinstance(value, str):
+            raise SettingError(
+                f"model.{key} must be a string such as 'codex_app_server' or 'auto', "
+                f"got {value!r}")
+        if value.strip().lower().replace("-", "_") == RUNTIME_VALUE:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSettings:
+    """The plugin's view of config.yaml (validated)."""
+
+    codex_bin: str | None
+    codex_home: str | None
+    turn_timeout: float
+    sandbox: str | None
+    codex_model: str | None = None
+    codex_model_provider: str | None = None
+
+
+def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
+    """Validate and return the plugin's keys. Raises :class:`SettingError`."""
+    model = model_section(config)
+    codex_bin = model.get("codex_bin")
+    if codex_bin is not None and (not isinstance(codex_bin, str) or not codex_bin.strip()):
+        raise SettingError(f"model.codex_bin must be the path of the codex executable, got "
+                           f"{codex_bin!r}")
+    codex_home = model.get("codex_home") or os.environ.get("CODEX_HOME") or None
+    if codex_home is not None and not isinstance(codex_home, str):
+        raise SettingError(f"model.codex_home must be a directory path, got {codex_home!r}")
+    timeout = model.get("codex_turn_timeout", 600)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise SettingError(f"model.codex_turn_timeout must be a positive number of seconds, got "
+                           f"{timeout!r}")
+    sandbox = model.get("codex_sandbox")
+    if sandbox is not None and sandbox not in SANDBOX_MODES:
+        raise SettingError(f"model.codex_sandbox must be one of {', '.join(SANDBOX_MODES)}, got "
+                           f"{sandbox!r}")
+    names: dict[str, str | None] = {}
+    for key in ("codex_model", "codex_model_provider"):
+        value = model.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SettingError(f"model.{key} must be a non-empty string, got {value!r}")
+        names[key] = value.strip() if isinstance(value, str) else None
+    return PluginSettings(
+        codex_bin=os.path.expanduser(codex_bin.strip()) if isinstance(codex_bin, str) else None,
+        codex_home=os.path.expanduser(codex_home) if codex_home else None,
+        turn_timeout=float(timeout),
+        sandbox=sandbox,
+        codex_model=names["codex_model"],
+        codex_model_provider=names["codex_model_provider"],
+    )

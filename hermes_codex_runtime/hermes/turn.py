@@ -1,0 +1,165 @@
+"""The replacement for ``agent.codex_runtime.run_codex_app_server_turn``.
+
+Hermes' ``run_conversation`` has already built the turn (the user message appended once and
+saved, counters bumped, the system prompt composed, ``pre_llm_call`` fired) when it hands a
+``codex_app_server`` turn to this function. It runs the turn on the shared
+:class:`~hermes_codex_runtime.runtime.CodexRuntime` — whose hooks (:mod:`.host`) do the
+accounting, the epilogue and the fallback — and returns the chat-completions result shape, plus
+``codex_thread_id``/``codex_turn_id`` and ``agent_persisted``. It never raises: a failure is a
+partial result that says how to get going again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from hermes_codex_runtime.hermes import approvals
+from hermes_codex_runtime.hermes.host import TURN_STATE_ATTR, HermesHost, TurnState
+from hermes_codex_runtime.plugins import make_plugin_manager
+from hermes_codex_runtime.protocol import FailureKind
+from hermes_codex_runtime.runtime import CodexRuntime
+from hermes_codex_runtime.session import TurnResult
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+AUTO_HINT = "Switch back to Hermes' own runtime with `/codex-runtime auto` if this persists."
+
+_runtime: CodexRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def shared_runtime() -> CodexRuntime:
+    """The process-wide runtime (one codex session per agent), built on first use."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = CodexRuntime(make_plugin_manager([HermesHost()]))
+        return _runtime
+
+
+def _user_facing_error(turn: TurnResult) -> str:
+    failure = turn.failure
+    if failure is None:
+        return turn.error or "the codex turn did not complete"
+    if failure.kind is FailureKind.AUTH:
+        return f"codex could not authenticate: {failure.message}. Run `codex login` (with the " \
+               f"same CODEX_HOME) and try again."
+    if failure.kind is FailureKind.USAGE_LIMIT:
+        return (f"codex usage limit reached: {failure.message.strip()} Configure "
+                "`fallback_providers` in ~/.hermes/config.yaml to continue on another provider, "
+                "or switch runtimes with `/codex-runtime auto`.")
+    return f"Codex app-server turn failed: {failure.describe()} {AUTO_HINT}"
+
+
+def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    completed = turn.error is None and not turn.interrupted
+    final = turn.final_text if completed or turn.final_text else ""
+    if turn.error is not None and not turn.interrupted:
+        final = _user_facing_error(turn)
+    compressor = getattr(agent, "context_compressor", None)
+    last_prompt = getattr(compressor, "last_prompt_tokens", 0) if compressor else 0
+    result: dict[str, Any] = {
+        "final_response": final,
+        "last_reasoning": None,
+        "messages": messages,
+        "api_calls": max(1, turn.usage.responses) if turn.usage else (1 if turn.turn_id else 0),
+        "completed": completed,
+        "turn_exit_reason": "codex_" + (turn.status or ("failed" if turn.error else "completed")),
+        "failed": turn.error is not None and not turn.interrupted,
+        "partial": not completed,
+        "interrupted": turn.interrupted,
+        "error": turn.error,
+        "response_transformed": False,
+        "response_previewed": False,
+        "model": getattr(agent, "model", None),
+        "provider": getattr(agent, "provider", None),
+        "base_url": getattr(agent, "base_url", None),
+        "agent_persisted": True,
+        "codex_thread_id": turn.thread_id,
+        "codex_turn_id": turn.turn_id,
+        "session_id": getattr(agent, "session_id", None),
+        "service_tier": getattr(agent, "service_tier", None),
+        "last_prompt_tokens": last_prompt if isinstance(last_prompt, int) and last_prompt > 0
+        else 0,
+    }
+    usage = turn.usage
+    if usage is not None:
+        t = usage.turn
+        result.update(prompt_tokens=t.prompt_tokens, completion_tokens=t.output_tokens,
+                      total_tokens=t.total_tokens, input_tokens=t.uncached_input_tokens,
+                      output_tokens=t.output_tokens, cache_read_tokens=t.cached_tokens,
+                      cache_write_tokens=t.cache_write_tokens,
+                      reasoning_tokens=t.reasoning_tokens)
+    result.update(
+        estimated_cost_usd=getattr(agent, "session_estimated_cost_usd", None),
+        cost_status=getattr(agent, "session_cost_status", None),
+        cost_source=getattr(agent, "session_cost_source", None))
+    if turn.failure is not None:
+        result["codex_failure_kind"] = turn.failure.kind.value
+    return result
+
+
+def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_message: Any,
+                              messages: list[dict[str, Any]], effective_task_id: str,
+                              should_review_memory: bool = False, **_: Any) -> dict[str, Any]:
+    """Run one Hermes turn on codex (the ``api_mode == "codex_app_server"`` path)."""
+    from hermes_codex_runtime.hermes.seams import wire_agent_class
+
+    wire_agent_class(type(agent))
+    runtime = shared_runtime()
+    state = TurnState(messages=messages, user_message=user_message,
+                      original_user_message=original_user_message,
+                      effective_task_id=effective_task_id,
+                      should_review_memory=should_review_memory,
+                      scope=approvals.capture_scope(agent))
+    setattr(agent, TURN_STATE_ATTR, state)
+    previous_abort = getattr(agent, "_active_request_abort", None)
+
+    def abort(_reason: Any = None) -> None:
+        runtime.interrupt(agent)
+
+    agent._active_request_abort = abort
+    reset = getattr(agent, "_reset_stream_delivery_tracking", None)
+    if callable(reset):
+        try:
+            reset()
+        except Exception:
+            log.debug("codex-runtime: stream tracking reset failed", exc_info=True)
+    index = getattr(agent, "_persist_user_message_idx", None)
+    history = messages[:index] if isinstance(index, int) else messages[:-1]
+    try:
+        if getattr(agent, "_interrupt_requested", False):
+            session = runtime.session_for(agent)
+            if session is not None:
+                session.interrupt()
+            else:
+                turn = TurnResult(interrupted=True, status="interrupted",
+                                  submitted_user_text=str(user_message))
+                return _result(agent, turn, messages)
+        turn = runtime.run_turn(agent, user_message, history)
+        if isinstance(state.fallback_result, dict):
+            return state.fallback_result
+        if turn.failure is not None and turn.failure.failover:
+            log.warning("codex-runtime: codex hit a usage limit and no fallback provider is "
+                        "configured")
+        return _result(agent, turn, messages)
+    except Exception as exc:  # defence in depth: the runtime itself does not raise
+        log.exception("codex-runtime: the codex turn failed unexpectedly")
+        runtime.close(agent)
+        return {"final_response": f"Codex app-server turn failed: {exc}. {AUTO_HINT}",
+                "messages": messages, "api_calls": 0, "completed": False, "partial": True,
+                "failed": True, "interrupted": False, "error": str(exc),
+                "agent_persisted": True}
+    finally:
+        if getattr(agent, "_active_request_abort", None) is abort:
+            agent._active_request_abort = previous_abort
+        if getattr(agent, TURN_STATE_ATTR, None) is state:
+            setattr(agent, TURN_STATE_ATTR, None)
+        clear = getattr(agent, "clear_interrupt", None)
+        if callable(clear):
+            try:
+                clear()
+            except Exception:
+                log.debug("codex-runtime: clear_interrupt failed", exc_info=True)
+        agent._stream_callback = None

@@ -1,0 +1,90 @@
+"""A real Hermes for tests: a HERMES_HOME with the plugin enabled through config.yaml, a
+hook-recording Hermes plugin, and helpers to build real ``AIAgent`` objects whose codex turns run
+on the real codex binary (or the fake) with the mock model provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HOOK_RECORDER = textwrap.dedent('''
+    """Test plugin: records every lifecycle hook Hermes fires, to $HOOK_RECORD_FILE."""
+    import json, os
+
+    HOOKS = ("pre_llm_call", "post_llm_call", "on_session_start", "on_session_end",
+             "pre_approval_request", "post_approval_response")
+
+    def _recorder(name):
+        def record(**kwargs):
+            path = os.environ.get("HOOK_RECORD_FILE")
+            if path:
+                safe = {k: (v if isinstance(v, (str, int, float, bool, type(None))) else repr(v))
+                        for k, v in kwargs.items()}
+                with open(path, "a") as fh:
+                    fh.write(json.dumps({"hook": name, **safe}) + "\\n")
+        return record
+
+    def register(ctx):
+        for name in HOOKS:
+            ctx.register_hook(name, _recorder(name))
+''')
+
+
+def base_config(**model: Any) -> dict[str, Any]:
+    """config.yaml for tests: the plugin (and the hook recorder) enabled, no lazy installs."""
+    model_section = {"provider": "openai-codex", "default": "mock-model",
+                     "openai_runtime": "codex_app_server", "context_length": 200000}
+    model_section.update(model)
+    return {
+        "plugins": {"enabled": ["codex-runtime", "hook-recorder"]},
+        "security": {"allow_lazy_installs": False, "tirith_enabled": False},
+        "model": model_section,
+        "approvals": {"mode": "off", "timeout": 20},
+    }
+
+
+def write_hermes_home(home: Path, config: dict[str, Any]) -> None:
+    """Create ``home`` with ``config`` and the hook-recorder directory plugin."""
+    home.mkdir(parents=True, exist_ok=True)
+    plugin = home / "plugins" / "hook-recorder"
+    plugin.mkdir(parents=True, exist_ok=True)
+    (plugin / "plugin.yaml").write_text(
+        "name: hook-recorder\nversion: 1.0.0\ndescription: records hooks\nauthor: tests\n"
+        "kind: standalone\n")
+    (plugin / "__init__.py").write_text(HOOK_RECORDER)
+    write_config(home, config)
+
+
+def write_config(home: Path, config: dict[str, Any]) -> None:
+    """Write config.yaml and drop Hermes' config cache."""
+    (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    config_module = sys.modules.get("hermes_cli.config")
+    if config_module is not None:
+        for name in ("_LOAD_CONFIG_CACHE", "_READ_RAW_CONFIG_CACHE"):
+            cache = getattr(config_module, name, None)
+            if isinstance(cache, dict):
+                cache.clear()
+
+
+def hermes_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a Hermes subprocess on ``home``."""
+    env = dict(os.environ)
+    env.update(HERMES_HOME=str(home), HERMES_DISABLE_LAZY_INSTALLS="1", TIRITH_ENABLED="0",
+               NO_COLOR="1", PYTHONUNBUFFERED="1")
+    env.pop("HERMES_SAFE_MODE", None)
+    env.pop("HERMES_YOLO_MODE", None)
+    env.update(extra)
+    return env
+
+
+def read_hooks(path: Path) -> list[dict[str, Any]]:
+    """The hooks the recorder saw."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,237 @@
+"""What a codex turn does to a real Hermes ``AIAgent`` (hermes-agent 0.19.0): each test builds a
+real agent and runs real turns through the plugin on the real codex binary + mock provider."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from hermes_codex_runtime.testing import mock_provider as mp
+
+
+def db_messages(agent):
+    rows = agent._session_db.get_messages(agent.session_id)
+    return [(row["role"], row["content"]) for row in rows]
+
+
+def test_result_has_the_chat_shape_and_the_user_message_appears_once(hermes):
+    hermes.provider.enqueue(mp.exec_command("echo hello-from-codex", escalated=True),
+                            mp.text("It printed hello.", deltas=2))
+    agent = hermes.agent()
+    result = agent.run_conversation("say hello with the shell")
+    assert result["completed"] is True and result["partial"] is False
+    assert result["error"] is None and result["agent_persisted"] is True
+    assert result["final_response"] == "It printed hello."
+    assert result["codex_thread_id"] and result["codex_turn_id"]
+    roles = [m["role"] for m in result["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the user message once
+    assert result["messages"][1]["tool_calls"][0]["function"]["name"] == "exec_command"
+    assert "hello-from-codex" in result["messages"][2]["content"]
+    stored = db_messages(agent)
+    assert [role for role, _ in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[0][1] == "say hello with the shell"
+
+
+def test_token_accounting_counts_cached_tokens_once(hermes):
+    hermes.provider.enqueue(mp.text("done", usage=mp.Usage(
+        input=80, cached=20, output=25, reasoning=5, reported_total=130)))
+    agent = hermes.agent()
+    result = agent.run_conversation("hello")
+    assert result["api_calls"] == 1
+    assert (result["prompt_tokens"], result["input_tokens"], result["cache_read_tokens"]) == \
+        (80, 60, 20)
+    assert (result["completion_tokens"], result["reasoning_tokens"], result["total_tokens"]) == \
+        (25, 5, 130)
+    assert result["cache_write_tokens"] == 0 and result["last_prompt_tokens"] == 80
+    assert agent.session_api_calls == 1
+    assert (agent.session_prompt_tokens, agent.session_input_tokens,
+            agent.session_cache_read_tokens) == (80, 60, 20)
+    assert (agent.session_completion_tokens, agent.session_total_tokens,
+            agent.session_reasoning_tokens) == (25, 130, 5)
+    compressor = agent.context_compressor
+    assert (compressor.last_prompt_tokens, compressor.last_completion_tokens,
+            compressor.last_total_tokens) == (80, 25, 130)
+    assert compressor.context_length == 190_000  # codex reports 95% of the 200k window
+    row = agent._session_db.get_session(agent.session_id)
+    assert row["input_tokens"] == 60 and row["cache_read_tokens"] == 20
+
+
+def test_native_compaction_is_recorded_with_an_event(hermes):
+    hermes.configure(codex_toml_extra="model_auto_compact_token_limit = 5000")
+    events = []
+    agent = hermes.agent(event_callback=lambda name, data: events.append((name, data)))
+    hermes.provider.enqueue(mp.text("first", usage=mp.Usage(input=9000, output=10)),
+                            mp.text("SUMMARY"), mp.text("second"))
+    agent.run_conversation("fill the context")
+    before = agent.context_compressor.compression_count
+    result = agent.run_conversation("and now?")
+    assert result["completed"] and result["final_response"] == "second"
+    assert agent.context_compressor.compression_count == before + 1
+    [(_name, data)] = [e for e in events if e[0] == "session:compress"]
+    assert data["runtime"] == "codex_app_server" and data["in_place"] is False
+    assert data["thread_id"] == result["codex_thread_id"]
+    assert data["turn_id"] == result["codex_turn_id"]
+    assert data["compression_count"] == before + 1
+
+
+class _RecordingMemory:
+    def __init__(self):
+        self.synced = []
+
+    def sync_all(self, user_content, assistant_content, **kwargs):
+        self.synced.append((user_content, assistant_content, kwargs))
+
+    def queue_prefetch_all(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):  # every other memory-manager call is a no-op here
+        return lambda *a, **k: None
+
+
+def test_external_memory_syncs_completed_turns_only(hermes):
+    agent = hermes.agent()
+    memory = _RecordingMemory()
+    agent._memory_manager = memory
+    hermes.provider.enqueue(mp.text("remembered"))
+    agent.run_conversation("remember this")
+    [(user, assistant, kwargs)] = memory.synced
+    assert (user, assistant) == ("remember this", "remembered")
+    assert kwargs["session_id"] == agent.session_id
+    assert [m["role"] for m in kwargs["messages"]] == ["user", "assistant"]
+
+    hermes.provider.enqueue(mp.text("word " * 200, deltas=200, delta_delay=0.02))
+    threading.Timer(0.6, agent.interrupt).start()
+    result = agent.run_conversation("talk for a long time")
+    assert result["interrupted"] and result["partial"]
+    assert len(memory.synced) == 1  # interrupted turns are not synced
+
+
+def test_nudges_tick_and_the_background_review_fires_above_threshold(hermes):
+    agent = hermes.agent()
+    reviews = []
+    agent._spawn_background_review = lambda **kwargs: reviews.append(kwargs)
+    agent._skill_nudge_interval = 2
+    agent.valid_tool_names = set(agent.valid_tool_names) | {"skill_manage"}
+    hermes.provider.enqueue(mp.exec_command("echo one", escalated=True), mp.text("one"))
+    first = agent.run_conversation("first")
+    assert agent._iters_since_skill == 1 and reviews == []
+    hermes.provider.enqueue(mp.exec_command("echo two", escalated=True), mp.text("two"))
+    agent.run_conversation("second", conversation_history=first["messages"])
+    [review] = reviews
+    assert review["review_skills"] is True and review["review_memory"] is False
+    assert agent._iters_since_skill == 0
+    snapshot_roles = [m["role"] for m in review["messages_snapshot"]]
+    assert snapshot_roles.count("user") == 2 and snapshot_roles[-1] == "assistant"
+
+
+def test_the_review_fork_runs_on_codex_responses(hermes):
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.text("ok"))
+    agent.run_conversation("a codex turn wires the host")
+    from agent.background_review import _resolve_review_runtime
+
+    assert _resolve_review_runtime(agent)["api_mode"] == "codex_responses"
+    # Routed to the same provider through auxiliary.background_review: still not codex.
+    config = hermes.configure()
+    config["auxiliary"] = {"background_review": {"provider": "openai-codex",
+                                                 "model": "mock-model"}}
+    from hermes_env import write_config
+
+    write_config(hermes.home, config)
+    assert _resolve_review_runtime(agent)["api_mode"] != "codex_app_server"
+
+
+def test_host_hooks_fire_for_codex_turns(hermes):
+    hermes.provider.enqueue(mp.text("hooked"))
+    agent = hermes.agent()
+    agent.run_conversation("hi hooks")
+    hooks = hermes.hooks()
+    names = [h["hook"] for h in hooks]
+    assert "pre_llm_call" in names  # fired by Hermes itself before the hand-over
+    [post] = [h for h in hooks if h["hook"] == "post_llm_call"]
+    assert post["assistant_response"] == "hooked" and post["user_message"] == "hi hooks"
+    assert post["session_id"] == agent.session_id
+    [end] = [h for h in hooks if h["hook"] == "on_session_end"]
+    assert end["completed"] is True and end["interrupted"] is False
+
+
+def test_progress_reaches_the_agent_callbacks(hermes):
+    progress, deltas = [], []
+    hermes.provider.enqueue(mp.exec_command("echo progress", escalated=True),
+                            mp.apply_patch(mp.add_file_patch("p.txt", ["x"])),
+                            mp.text("done streaming", deltas=3))
+    agent = hermes.agent(tool_progress_callback=lambda *a, **k: progress.append((a, k)),
+                         stream_delta_callback=deltas.append)
+    agent.run_conversation("show progress")
+    started = [(a[1], a[2]) for a, _ in progress if a[0] == "tool.started"]
+    assert started[0][0] == "exec_command" and "echo progress" in started[0][1]
+    assert started[1][0] == "apply_patch" and started[1][1].endswith("p.txt")
+    completed = [(a[1], k) for a, k in progress if a[0] == "tool.completed"]
+    assert [name for name, _ in completed] == ["exec_command", "apply_patch"]
+    assert "progress" in completed[0][1]["result"] and completed[0][1]["is_error"] is False
+    assert "".join(deltas) == "done streaming"
+
+
+def test_interrupt_and_close_reach_the_codex_session(hermes):
+    import psutil
+
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.text("word " * 300, deltas=300, delta_delay=0.02))
+    threading.Timer(0.8, agent.interrupt).start()
+    started = time.monotonic()
+    result = agent.run_conversation("go on and on")
+    assert time.monotonic() - started < 8
+    assert result["interrupted"] is True and result["completed"] is False
+    from hermes_codex_runtime.hermes.turn import shared_runtime
+
+    session = shared_runtime().session_for(agent)
+    pid = session.connection.pid
+    assert psutil.pid_exists(pid)
+    agent.close()
+    assert shared_runtime().session_for(agent) is None
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+def test_the_system_prompt_is_sent_as_developer_instructions(hermes):
+    hermes.provider.enqueue(mp.text("ok"))
+    agent = hermes.agent(ephemeral_system_prompt=None)
+    agent.run_conversation("who are you?")
+    prompt = agent._cached_system_prompt
+    assert prompt
+    developer = [t for r, t in hermes.provider.request_texts(0) if r == "developer"]
+    assert any(prompt.strip()[:200] in t for t in developer)
+
+
+def test_resume_in_a_new_agent_uses_the_stored_thread(hermes):
+    hermes.provider.enqueue(mp.text("first answer"))
+    first = hermes.agent()
+    r1 = first.run_conversation("remember BLUE-7")
+    session_id = first.session_id
+    first.close()
+    row = first._session_db.get_session(session_id)
+    assert json.loads(row["model_config"])["codex_thread_id"] == r1["codex_thread_id"]
+    hermes.provider.clear()
+    hermes.provider.enqueue(mp.text("second answer"))
+    history = [{"role": m["role"], "content": m["content"]} for m in r1["messages"]]
+    second = hermes.agent(session_id=session_id)
+    r2 = second.run_conversation("what did I say?", conversation_history=history)
+    assert r2["codex_thread_id"] == r1["codex_thread_id"]
+    texts = [t for _, t in hermes.provider.request_texts(0)]
+    assert any("remember BLUE-7" in t for t in texts)  # codex's own history of the thread
+    assert not any("already happened" in t for t in texts)  # ...not a seed
+
+
+def test_an_unresumable_thread_is_replaced_by_a_seeded_one(hermes):
+    agent = hermes.agent()
+    from hermes_codex_runtime.bindings import ThreadBindings
+
+    ThreadBindings(hermes.home / "codex-runtime" / "threads.json").set(
+        agent.session_id, "00000000-0000-0000-0000-00000000dead")
+    hermes.provider.enqueue(mp.text("fresh"))
+    history = [{"role": "user", "content": "my code word is MANGO-3"},
+               {"role": "assistant", "content": "noted"}]
+    result = agent.run_conversation("code word?", conversation_history=history)
+    assert result["completed"]
+    assert result["codex_thread_id"] != "00000000-0000-0000-0000-00000000dead"
+    assert hermes.provider.saw_text("MANGO-3", role="developer")
