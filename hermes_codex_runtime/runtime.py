@@ -160,10 +160,14 @@ class CodexRuntime:
         """Run one host turn on codex and report it through the hooks."""
         key = self._key(agent)
         try:
-            settings = coerce_settings(self._ask("codex_session_settings", agent=agent))
-        except (TypeError, ValueError) as exc:
+            # Not `_ask`: running codex on default settings because the host's answer failed
+            # could reach a provider the user never chose. A failed answer fails the turn.
+            settings = coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
+        except Exception as exc:
+            if not isinstance(exc, TypeError | ValueError):
+                log.exception("the host's codex_session_settings hook raised")
             result = TurnResult()
-            result.fail(Failure(FailureKind.SETUP, str(exc)), retire=False)
+            result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
             self._tell("codex_turn_finished", agent=agent, turn=result, messages=[])
             return result
         instructions = self._ask("codex_developer_instructions", agent=agent)
@@ -185,12 +189,18 @@ class CodexRuntime:
                         retire=True)
         return self._after_turn(agent, key, session, result)
 
-    def compact(self, agent: Any) -> TurnResult:
-        """Native compaction of the agent's thread."""
+    def compact(self, agent: Any, *, report: bool = True) -> TurnResult:
+        """Native compaction of the agent's thread. ``report=False`` leaves the bookkeeping
+        (``codex_record_compaction``/usage) to a caller that does its own."""
         key = self._key(agent)
         entry = self._entries.get(key)
         if entry is None:
-            settings = coerce_settings(self._ask("codex_session_settings", agent=agent))
+            try:
+                settings = coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
+            except Exception as exc:
+                result = TurnResult()
+                result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
+                return result
             instructions = self._ask("codex_developer_instructions", agent=agent)
             session = self._session(agent, key, settings,
                                     instructions if isinstance(instructions, str) else None)
@@ -202,7 +212,9 @@ class CodexRuntime:
             log.exception("codex compaction failed unexpectedly")
             result = TurnResult()
             result.fail(Failure(FailureKind.OTHER, redact(str(exc))), retire=True)
-        if result.compacted:
+        if report and result.usage is not None:
+            self._tell("codex_record_usage", agent=agent, usage=result.usage)
+        if report and result.compacted:
             self._tell("codex_record_compaction", agent=agent, turn=result)
         if result.should_retire:
             self._retire(key, session)

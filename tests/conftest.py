@@ -16,6 +16,29 @@ import pytest
 # Third-party codex-runtime plugins installed on the machine stay out of the suite's runs.
 os.environ.setdefault("CODEX_RUNTIME_LOAD_PLUGINS", "")
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _codex_never_leaves_the_machine(tmp_path_factory):
+    """Any codex spawned without an explicit CODEX_HOME (a bug in a test or in the code) gets an
+    offline home whose model provider is a closed port on 127.0.0.1 — never the user's
+    ~/.codex, never a real provider."""
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.wire import CodexBinaryError, resolve_codex_binary
+
+    home = tmp_path_factory.mktemp("default-codex-home")
+    try:
+        binary = resolve_codex_binary()
+        prepare_codex_home(home, "http://127.0.0.1:9/v1", codex_bin=binary.path)
+    except CodexBinaryError:
+        pass
+    previous = os.environ.get("CODEX_HOME")
+    os.environ["CODEX_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("CODEX_HOME", None)
+    else:
+        os.environ["CODEX_HOME"] = previous
+
 REAL_MARKERS = ("real_codex", "real_hermes")
 _outcomes: dict[str, dict[str, int]] = {m: {"ran": 0, "skipped": 0} for m in REAL_MARKERS}
 

@@ -235,3 +235,19 @@ def test_an_unresumable_thread_is_replaced_by_a_seeded_one(hermes):
     assert result["completed"]
     assert result["codex_thread_id"] != "00000000-0000-0000-0000-00000000dead"
     assert hermes.provider.saw_text("MANGO-3", role="developer")
+
+
+def test_hermes_compress_command_compacts_the_codex_thread(hermes):
+    events = []
+    agent = hermes.agent(event_callback=lambda name, data: events.append((name, data)))
+    hermes.provider.enqueue(mp.text("some history"))
+    result = agent.run_conversation("make some history")
+    before = agent.context_compressor.compression_count
+    hermes.provider.enqueue(mp.text("SUMMARY OF THE THREAD"))
+    messages, _prompt = agent._compress_context(result["messages"], None, force=True)
+    assert messages == result["messages"]  # codex owns the context; Hermes' mirror is kept
+    assert agent.context_compressor.compression_count == before + 1
+    [(_, data)] = [e for e in events if e[0] == "session:compress"]
+    assert data["runtime"] == "codex_app_server" and data["thread_id"] == \
+        result["codex_thread_id"]
+    assert len(hermes.provider.requests) == 2  # codex asked the model for the summary

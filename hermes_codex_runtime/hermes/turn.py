@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
+from types import SimpleNamespace
 from typing import Any
 
 from hermes_codex_runtime.hermes import approvals
@@ -36,6 +38,47 @@ def shared_runtime() -> CodexRuntime:
         if _runtime is None:
             _runtime = CodexRuntime(make_plugin_manager([HermesHost()]))
         return _runtime
+
+
+class CodexSessionHandle:
+    """What Hermes finds in ``agent._codex_session``: its ``/compress`` path
+    (``_compress_context_via_codex_app_server``) calls ``compact_thread()`` on it and does the
+    compaction bookkeeping itself; ``close()``/``request_interrupt()`` reach the runtime."""
+
+    def __init__(self, agent: Any) -> None:
+        self._agent_ref = weakref.ref(agent)
+
+    def compact_thread(self, **_: Any) -> Any:
+        """codex's own compaction of the thread, as Hermes' compression path expects it."""
+        agent = self._agent_ref()
+        if agent is None:
+            return SimpleNamespace(should_retire=False, interrupted=False, compacted=False,
+                                   error="the agent is gone", thread_id=None, turn_id=None,
+                                   token_usage_last=None, model_context_window=None)
+        runtime = shared_runtime()
+        turn = runtime.compact(agent, report=False)
+        if turn.usage is not None:
+            from hermes_codex_runtime.hermes.host import record_usage
+
+            record_usage(agent, turn.usage)
+        return SimpleNamespace(
+            should_retire=turn.should_retire, interrupted=turn.interrupted,
+            compacted=turn.compacted, error=turn.error, thread_id=turn.thread_id,
+            turn_id=turn.turn_id,
+            token_usage_last=None,  # recorded above, cached tokens counted once
+            model_context_window=turn.model_context_window)
+
+    def request_interrupt(self) -> None:
+        """Interrupt the agent's codex turn."""
+        agent = self._agent_ref()
+        if agent is not None:
+            shared_runtime().interrupt(agent)
+
+    def close(self) -> None:
+        """Close the agent's codex session (its process tree)."""
+        agent = self._agent_ref()
+        if agent is not None:
+            shared_runtime().close(agent)
 
 
 def _user_facing_error(turn: TurnResult) -> str:
@@ -138,6 +181,8 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
                                   submitted_user_text=str(user_message))
                 return _result(agent, turn, messages)
         turn = runtime.run_turn(agent, user_message, history)
+        agent._codex_session = CodexSessionHandle(agent) \
+            if runtime.session_for(agent) is not None and not turn.should_retire else None
         if isinstance(state.fallback_result, dict):
             return state.fallback_result
         if turn.failure is not None and turn.failure.failover:

@@ -38,16 +38,33 @@ class CodexConfigError(RuntimeError):
     """codex reported the generated configuration as invalid."""
 
 
+def scratch_environment() -> dict[str, str]:
+    """The environment for codex helper commands: a throwaway CODEX_HOME, so the harness never
+    creates or touches the user's ``~/.codex``."""
+    import tempfile
+
+    env = dict(os.environ)
+    env["CODEX_HOME"] = tempfile.mkdtemp(prefix="codex-scratch-")
+    return env
+
+
 @functools.lru_cache(maxsize=8)
 def _bundled_models(codex_bin: str) -> tuple[str, ...]:
-    proc = subprocess.run(
-        [codex_bin, "debug", "models", "--bundled"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    env = scratch_environment()
+    try:
+        proc = subprocess.run(
+            [codex_bin, "debug", "models", "--bundled"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            env=env,
+        )
+    finally:
+        import shutil
+
+        shutil.rmtree(env["CODEX_HOME"], ignore_errors=True)
     if proc.returncode != 0:
         raise CodexConfigError(
             f"`codex debug models --bundled` failed ({proc.returncode}): {proc.stderr[-500:]}"

@@ -252,15 +252,23 @@ class ProtocolSchema:
     @classmethod
     def generate(cls, codex_bin: str, out_dir: str | os.PathLike[str]) -> ProtocolSchema:
         """Run ``codex app-server generate-json-schema --out out_dir`` and load the result."""
+        import shutil
+        import tempfile
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [codex_bin, "app-server", "generate-json-schema", "--out", str(out)],
-            check=True,
-            capture_output=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+        scratch = tempfile.mkdtemp(prefix="codex-scratch-")
+        try:
+            subprocess.run(
+                [codex_bin, "app-server", "generate-json-schema", "--out", str(out)],
+                check=True,
+                capture_output=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "CODEX_HOME": scratch},
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return cls(out)
 
     def _envelope(self, filename: str) -> tuple[_Document, dict[str, JsonObject]]:

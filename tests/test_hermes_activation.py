@@ -1,0 +1,77 @@
+"""``model.openai_runtime: codex_app_server`` takes effect on Hermes' real resolver (the one
+every AIAgent construction site calls), for every provider spelling and credential path."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def resolve(hermes_base):
+    import hermes_cli.runtime_provider as runtime_provider
+
+    assert hasattr(runtime_provider.resolve_runtime_provider, "__hermes_codex_runtime_wrapped__")
+    return runtime_provider.resolve_runtime_provider
+
+
+def configure(home, **model):
+    from hermes_env import base_config, write_config
+
+    config = base_config(**model)
+    write_config(home, config)
+
+
+@pytest.mark.parametrize("provider", ["openai-codex", "openai", "openai-api"])
+def test_the_runtime_takes_effect_without_a_hermes_side_codex_login(hermes_base, resolve,
+                                                                     monkeypatch, provider):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    configure(hermes_base, provider=provider)
+    runtime = resolve(requested=provider)
+    assert runtime["api_mode"] == "codex_app_server"
+    assert runtime["api_key"]  # AIAgent needs one; codex authenticates on its own
+
+
+def test_api_mode_set_directly_is_honoured(hermes_base, resolve):
+    configure(hermes_base, provider="custom", base_url="http://127.0.0.1:9/v1",
+              api_key="dummy-key", openai_runtime="auto", api_mode="codex_app_server")
+    assert resolve()["api_mode"] == "codex_app_server"
+
+
+def test_auto_leaves_hermes_alone(hermes_base, resolve):
+    configure(hermes_base, provider="custom", base_url="http://127.0.0.1:9/v1",
+              api_key="dummy-key", openai_runtime="auto")
+    assert resolve()["api_mode"] != "codex_app_server"
+
+
+def test_fallback_entries_keep_their_own_api_mode(hermes_base, resolve):
+    configure(hermes_base, provider="openai-codex")
+    runtime = resolve(requested="custom", explicit_base_url="http://127.0.0.1:9/v1",
+                      explicit_api_key="fb-key")
+    assert runtime["api_mode"] != "codex_app_server"
+
+
+def test_a_malformed_setting_keeps_the_runtime_off_with_a_message(hermes_base, resolve, caplog):
+    configure(hermes_base, provider="custom", base_url="http://127.0.0.1:9/v1",
+              api_key="dummy-key", openai_runtime=5)
+    with caplog.at_level("WARNING", logger="hermes_codex_runtime.hermes"):
+        runtime = resolve()
+    assert runtime["api_mode"] != "codex_app_server"
+    assert "model.openai_runtime must be a string" in caplog.text
+
+
+def test_an_agent_built_like_the_cli_builds_it_runs_on_codex(hermes, monkeypatch):
+    """The CLI's own construction path: resolve the runtime, then AIAgent(**runtime)."""
+    import run_agent
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+
+    from hermes_codex_runtime.testing import mock_provider as mp
+
+    runtime = resolve_runtime_provider(requested="openai-codex")
+    hermes.provider.enqueue(mp.text("activated"))
+    agent = run_agent.AIAgent(model="mock-model", provider=runtime["provider"],
+                              api_mode=runtime["api_mode"], api_key=runtime["api_key"],
+                              base_url=runtime["base_url"], quiet_mode=True, skip_memory=True,
+                              skip_context_files=True, session_db=hermes.session_db())
+    hermes.agents.append(agent)
+    result = agent.run_conversation("are you codex?")
+    assert result["final_response"] == "activated" and result["codex_thread_id"]

@@ -1,0 +1,200 @@
+"""End to end: real Hermes processes (``hermes chat``, ``hermes cron``, ``hermes gateway run``)
+with the plugin discovered through its entry point and enabled in config.yaml, answering through
+the real codex binary on the mock provider."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hermes_env import base_config, hermes_env, write_hermes_home
+
+from hermes_codex_runtime.testing import mock_provider as mp
+
+pytestmark = pytest.mark.real_hermes
+HERMES = str(Path(sys.executable).with_name("hermes"))
+
+
+@pytest.fixture
+def home(tmp_path, codex_binary, mock_provider):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    hermes_home = tmp_path / "hermes-home"
+    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
+    return hermes_home
+
+
+def configure(home: Path, **changes):
+    from hermes_env import write_config
+
+    config = base_config(codex_home=str(home.parent / "codex-home"))
+    for key, value in changes.items():
+        config[key] = value
+    write_config(home, config)
+
+
+def hermes(home: Path, *args: str, timeout: float = 120, **env: str):
+    return subprocess.run([HERMES, *args], env=hermes_env(home, **env), capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=str(home))
+
+
+def codex_thread_of(home: Path, session_id: str) -> str | None:
+    with contextlib.closing(sqlite3.connect(home / "state.db")) as db:
+        row = db.execute("SELECT model_config FROM sessions WHERE id = ?",
+                         (session_id,)).fetchone()
+    return json.loads(row[0]).get("codex_thread_id") if row and row[0] else None
+
+
+def test_hermes_chat_answers_through_codex_and_resume_reuses_the_thread(home, mock_provider):
+    mock_provider.enqueue(mp.text("Noted: PEAR-9."))
+    first = hermes(home, "chat", "-Q", "-q", "Remember PEAR-9 please")
+    assert first.returncode == 0, first.stderr
+    assert "Noted: PEAR-9." in first.stdout
+    session_id = re.search(r"session_id:\s*(\S+)", first.stderr).group(1)
+    thread = codex_thread_of(home, session_id)
+    assert thread, "the codex thread was not bound to the Hermes session"
+
+    mock_provider.clear()
+    mock_provider.enqueue(mp.text("You said PEAR-9."))
+    second = hermes(home, "chat", "-Q", "--resume", session_id, "-q", "What did I say?")
+    assert second.returncode == 0, second.stderr
+    assert "You said PEAR-9." in second.stdout
+    assert codex_thread_of(home, session_id) == thread
+    texts = [t for _, t in mock_provider.request_texts(0)]
+    assert any("Remember PEAR-9 please" in t for t in texts)  # codex's own thread history
+    assert not any("already happened" in t for t in texts)  # resumed, not re-seeded
+
+
+def test_a_cron_job_runs_through_codex_with_cron_approvals(home, mock_provider):
+    configure(home, approvals={"mode": "manual", "cron_mode": "deny"})
+    created = hermes(home, "cron", "create", "every 1h", "Report the disk usage",
+                     "--name", "disk", "--deliver", "local")
+    assert created.returncode == 0, created.stderr
+    listed = hermes(home, "cron", "list")
+    job_id = re.search(r"\b([0-9a-f]{12})\b", listed.stdout).group(1)
+    mock_provider.enqueue(mp.exec_command("df -h", escalated=True),
+                          mp.text("Disk report: df was not allowed."))
+    ran = hermes(home, "cron", "run", job_id)
+    assert ran.returncode == 0 and "succeeded" in ran.stdout, ran.stdout + ran.stderr
+    [output] = list((home / "cron" / "output" / job_id).glob("*.md"))
+    assert "Disk report: df was not allowed." in output.read_text()
+    follow_up = json.dumps(mock_provider.requests[-1]["input"][-1])
+    assert "function_call_output" in follow_up and "Filesystem" not in follow_up  # declined
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Gateway:
+    """``hermes gateway run`` with only the API server platform, on 127.0.0.1."""
+
+    def __init__(self, home: Path, **env: str):
+        self.port = _free_port()
+        self.key = "gateway-test-key-" + os.urandom(8).hex()
+        self.log_path = home / "gateway.log"
+        env.setdefault("TERMINAL_CWD", str(home))
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [HERMES, "gateway", "run"],
+            env=hermes_env(home, API_SERVER_ENABLED="1", API_SERVER_KEY=self.key,
+                           API_SERVER_HOST="127.0.0.1", API_SERVER_PORT=str(self.port), **env),
+            stdout=self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=str(home), start_new_session=True)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("GET", "/health")
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise AssertionError("the gateway did not start:\n"
+                                         + self.log_path.read_text()[-3000:]) from None
+                time.sleep(0.2)
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"{}")
+
+    def events(self, run_id: str):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/runs/{run_id}/events",
+                                         headers={"Authorization": f"Bearer {self.key}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            for raw in response:
+                line = raw.decode().strip()
+                if line.startswith("data:"):
+                    event = json.loads(line[5:])
+                    yield event
+                    if event.get("event") in ("run.completed", "run.failed", "run.cancelled"):
+                        return
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=5)
+        self._log.close()
+
+
+@pytest.mark.parametrize(("choice", "ran"), [("once", True), ("deny", False)])
+def test_gateway_approvals_are_asked_through_hermes_own_channel(home, mock_provider, choice,
+                                                                 ran):
+    configure(home, approvals={"mode": "manual", "timeout": 30})
+    mock_provider.enqueue(mp.exec_command("echo gateway-approved", escalated=True),
+                          mp.text("gateway done"))
+    gateway = Gateway(home)
+    try:
+        run_id = gateway.call("POST", "/v1/runs", {"input": "run the command"})["run_id"]
+        seen = []
+        for event in gateway.events(run_id):
+            seen.append(event)
+            if event.get("event") == "approval.request":
+                assert "echo gateway-approved" in event["command"]
+                answer = gateway.call("POST", f"/v1/runs/{run_id}/approval", {"choice": choice})
+                assert answer["resolved"] == 1
+    finally:
+        gateway.stop()
+    names = [e.get("event") for e in seen]
+    assert "approval.request" in names and names[-1] == "run.completed", names
+    follow_up = json.dumps(mock_provider.requests[-1]["input"][-1])
+    assert ("gateway-approved" in follow_up) is ran
+
+
+def test_installed_but_not_enabled_leaves_hermes_untouched(tmp_path):
+    home = tmp_path / "plain-home"
+    config = base_config()
+    config["plugins"] = {"enabled": []}
+    write_hermes_home(home, config)
+    probe = (
+        "import run_agent, agent.codex_runtime as cr, hermes_cli.runtime_provider as rp;"
+        "print(cr.run_codex_app_server_turn.__module__);"
+        "print(hasattr(rp.resolve_runtime_provider, '__hermes_codex_runtime_wrapped__'));"
+        "print(hasattr(run_agent.AIAgent.interrupt, '__hermes_codex_runtime__'))")
+    proc = subprocess.run([sys.executable, "-c", probe], env=hermes_env(home),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["agent.codex_runtime", "False", "False"]

@@ -1,0 +1,150 @@
+"""Usage limits, dead processes, auth failures and settings, on real AIAgents."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hermes_codex_runtime.testing import mock_provider as mp
+
+
+class ChatCompletionsServer:
+    """A minimal OpenAI-compatible /v1/chat/completions on 127.0.0.1 (the fallback provider)."""
+
+    def __init__(self, answer="fallback answered"):
+        self.calls: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                outer.calls.append({"path": self.path, "body": body})
+                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0,
+                         "model": body.get("model"),
+                         "choices": [{"index": 0, "delta": {"role": "assistant",
+                                                            "content": answer},
+                                      "finish_reason": "stop"}],
+                         "usage": {"prompt_tokens": 7, "completion_tokens": 3,
+                                   "total_tokens": 10}}
+                data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fallback_server():
+    server = ChatCompletionsServer()
+    yield server
+    server.close()
+
+
+def test_a_usage_limit_completes_the_same_turn_on_the_fallback_provider(hermes,
+                                                                        fallback_server):
+    hermes.provider.enqueue(mp.usage_limit())
+    agent = hermes.agent(fallback_model=[{"provider": "custom", "model": "fake-fb",
+                                          "api_key": "fb-key",
+                                          "base_url": fallback_server.base_url}])
+    result = agent.run_conversation("hello")
+    assert result["final_response"] == "fallback answered"
+    assert result["completed"] is True
+    chats = [c for c in fallback_server.calls if c["path"] == "/v1/chat/completions"]
+    assert len(chats) == 1
+    assert [m["role"] for m in result["messages"]] == ["user", "assistant"]
+    stored = [row["role"] for row in agent._session_db.get_messages(agent.session_id)]
+    assert stored == ["user", "assistant"]  # the user message is not written twice
+    sent = chats[0]["body"]["messages"]
+    assert [m["role"] for m in sent if m["role"] == "user"] == ["user"]
+    # Counted once, by the provider that answered: codex's refused attempt adds nothing.
+    assert (agent.session_api_calls, agent.session_prompt_tokens) == (1, 7)
+    # The next turn is back on codex.
+    hermes.provider.enqueue(mp.text("codex again"))
+    again = agent.run_conversation("and again", conversation_history=result["messages"])
+    assert again["final_response"] == "codex again"
+    assert agent.api_mode == "codex_app_server"
+
+
+def test_a_usage_limit_without_fallback_says_how_to_switch(hermes):
+    hermes.provider.enqueue(mp.usage_limit())
+    result = hermes.agent().run_conversation("hello")
+    assert result["completed"] is False and result["partial"] is True
+    assert "usage limit" in result["final_response"]
+    assert "/codex-runtime auto" in result["final_response"]
+    assert "fallback_providers" in result["final_response"]
+
+
+def test_configured_codex_bin_is_used_and_a_dead_process_is_respawned(hermes, fake_codex):
+    hermes.configure(codex_bin=fake_codex.path)
+    fake_codex.set_scenario({"turns": [
+        [{"message": "partial work"}, {"crash": 7, "crash_stderr": ["boom: segfault"]}],
+        [{"message": "back on my feet"}],
+    ]})
+    agent = hermes.agent()
+    first = agent.run_conversation("one")
+    assert first["completed"] is False and first["partial"] is True
+    assert "/codex-runtime auto" in first["final_response"]
+    assert "boom: segfault" in first["error"]
+    second = agent.run_conversation("two", conversation_history=first["messages"])
+    assert second["completed"] and second["final_response"] == "back on my feet"
+    starts = [e for e in fake_codex.log() if e.get("dir") == "start"]
+    assert len(starts) == 2  # retired, then respawned
+    assert fake_codex.requests("thread/resume")  # the new process resumed the same thread
+    fake_codex.assert_wire_clean()
+
+
+def test_an_auth_failure_asks_for_codex_login(hermes, fake_codex):
+    hermes.configure(codex_bin=fake_codex.path)
+    fake_codex.set_scenario({"turns": [[{"fail": {"info": "unauthorized",
+                                                  "message": "refresh token was already used"}}]]})
+    result = hermes.agent().run_conversation("hi")
+    assert result["completed"] is False
+    assert "codex login" in result["final_response"]
+
+
+def test_cwd_comes_from_terminal_cwd_in_a_gateway(hermes, fake_codex, tmp_path, monkeypatch):
+    gateway_dir = tmp_path / "gateway-cwd"
+    gateway_dir.mkdir()
+    monkeypatch.setenv("TERMINAL_CWD", str(gateway_dir))
+    hermes.configure(codex_bin=fake_codex.path)
+    agent = hermes.agent(platform="telegram")
+    agent.session_cwd = None
+    agent.run_conversation("where am I?")
+    [start] = fake_codex.requests("thread/start")
+    assert start["params"]["cwd"] == str(gateway_dir)
+    assert start["params"]["developerInstructions"] == agent._cached_system_prompt
+    assert start["params"]["personality"] == "none"
+    fake_codex.assert_wire_clean()
+
+
+def test_a_bad_setting_is_a_clear_error(hermes):
+    hermes.configure(codex_turn_timeout=-3)
+    result = hermes.agent().run_conversation("hi")
+    assert result["completed"] is False
+    assert "model.codex_turn_timeout must be a positive number" in result["final_response"]
+
+
+def test_a_missing_binary_names_the_setting(hermes, tmp_path):
+    hermes.configure(codex_bin=str(tmp_path / "no" / "codex"))
+    result = hermes.agent().run_conversation("hi")
+    assert result["completed"] is False
+    assert "model.codex_bin" in result["final_response"]
