@@ -75,3 +75,36 @@ def test_an_agent_built_like_the_cli_builds_it_runs_on_codex(hermes, monkeypatch
     hermes.agents.append(agent)
     result = agent.run_conversation("are you codex?")
     assert result["final_response"] == "activated" and result["codex_thread_id"]
+
+
+def _hermes_codex_login(home):
+    """A Hermes-side codex login (auth.json) with an unexpired, unsigned token."""
+    import base64
+    import json
+    import time
+
+    def b64(obj):
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    token = b64({"alg": "none"}) + "." + b64({
+        "exp": int(time.time()) + 10 * 86400,
+        "https://api.openai.com/auth": {"chatgpt_account_id": "acct"}}) + ".sig"
+    (home / "auth.json").write_text(json.dumps({
+        "version": 1, "active_provider": "openai-codex",
+        "providers": {"openai-codex": {"tokens": {"access_token": token,
+                                                  "refresh_token": "rt-dummy"},
+                                       "last_refresh": "2026-01-01T00:00:00Z",
+                                       "auth_mode": "chatgpt"}}}))
+
+
+@pytest.mark.parametrize("runtime_setting", ["codex_app_server", "auto"])
+def test_with_a_hermes_codex_login_the_setting_decides(hermes_base, resolve, runtime_setting):
+    """The credential-pool path (a Hermes-side login): codex only when asked for."""
+    _hermes_codex_login(hermes_base)
+    try:
+        configure(hermes_base, provider="openai-codex", openai_runtime=runtime_setting)
+        runtime = resolve(requested="openai-codex")
+    finally:
+        (hermes_base / "auth.json").unlink()
+    expected = "codex_app_server" if runtime_setting == "codex_app_server" else "codex_responses"
+    assert runtime["api_mode"] == expected

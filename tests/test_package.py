@@ -90,3 +90,27 @@ def test_wire_and_protocol_do_not_import_upper_layers():
                     "subprocess", "socket", "threading"):
                 offenders.append(f"{path.relative_to(ROOT)} (pure layer) imports {name}")
     assert offenders == []
+
+
+class _RuntimeRegistryHost:
+    """A host context that offers the proposed upstream runtime registry."""
+
+    def __init__(self, fail=False):
+        self.fail = fail
+        self.registered = []
+
+    def register_agent_runtime(self, *, descriptor, factory):
+        if self.fail:
+            raise TypeError("unexpected signature")
+        self.registered.append((descriptor, factory()))
+
+
+def test_a_host_runtime_registry_is_used_when_offered():
+    from hermes_codex_runtime.hermes import seams
+    from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn
+
+    host = _RuntimeRegistryHost()
+    assert seams._install_turn(host) is True
+    [(descriptor, turn_function)] = host.registered
+    assert descriptor["api_mode"] == "codex_app_server"
+    assert turn_function is run_codex_app_server_turn
