@@ -1,7 +1,9 @@
 """The ``hermes-codex-runtime`` console script.
 
-Sub-commands: ``demo`` (the real codex binary on the bundled mock provider, offline) and
-``version``. Each returns a process exit status; nothing here is imported by the plugin itself.
+Sub-commands: ``demo`` (a real Hermes turn through the real codex binary on the bundled mock
+provider, offline), ``doctor`` (why doesn't it work here?), ``status`` (codex threads of recent
+Hermes sessions) and ``version``. Each returns a process exit status; nothing here is imported by
+the plugin itself.
 """
 
 from __future__ import annotations
@@ -21,12 +23,33 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="watch the real codex binary work, offline")
     demo.add_argument("--keep", action="store_true", help="keep the temporary directories")
+    demo.add_argument("--live", action="store_true",
+                      help="run the first step against your own `codex login` (uses the network)")
+    doctor = sub.add_parser("doctor", help="check codex, the login, config and Hermes")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--codex-only", action="store_true", help="skip the Hermes checks")
+    status = sub.add_parser("status", help="codex threads and tokens of recent Hermes sessions")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument("--session", help="one Hermes session id")
+    status.add_argument("--limit", type=int, default=10, help="how many recent sessions")
     sub.add_parser("version", help="print the plugin version and the codex binary in use")
     args = parser.parse_args(argv)
+    if args.command == "doctor":
+        from hermes_codex_runtime import doctor as doctor_module
+
+        return doctor_module.run(as_json=args.json, hermes=not args.codex_only)
+    if args.command == "status":
+        import json
+
+        from hermes_codex_runtime.hermes import status as status_module
+
+        data = status_module.collect(limit=max(1, args.limit), session=args.session)
+        print(json.dumps(data, indent=2) if args.json else status_module.render(data))
+        return 0
     if args.command == "demo":
         from hermes_codex_runtime.demo import run_demo
 
-        return run_demo(keep=args.keep)
+        return run_demo(keep=args.keep, live=args.live)
     if args.command == "version":
         from hermes_codex_runtime.wire import WireError, probe_version, resolve_codex_binary
 

@@ -276,6 +276,9 @@ class CodexSession:
 
     def _spawn(self) -> AppServerConnection:
         s = self.settings
+        if s.codex_home and not os.path.exists(s.codex_home):
+            # codex app-server panics at start-up on a missing CODEX_HOME (0.163).
+            os.makedirs(s.codex_home, mode=0o700, exist_ok=True)
         return self._connect(SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,

@@ -1,19 +1,26 @@
-"""The README's first command works on this machine (real codex, mock provider, offline)."""
+"""The README's first command on this machine: a real Hermes turn through the real codex binary
+on the bundled mock provider, six steps, a summary, and the exit status."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 
-def test_the_demo_plays_every_step(codex_binary):
+def test_the_demo_plays_every_step(codex_binary, hermes_base, tmp_path):
     script = Path(sys.executable).with_name("hermes-codex-runtime")
-    proc = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=180,
-                          stdin=subprocess.DEVNULL, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "CODEX_HOME")}
+    proc = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, check=False, env=env, cwd=str(tmp_path))
     out = proc.stdout
-    assert "4 of 4 steps ok" in out
-    assert "the answer is 42" in out  # the approved command's output came back
-    assert "? approve add" in out and "Hello from codex!" in out  # the changeset was shown
-    assert "cached 20" in out
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert "7 of 7 steps ok" in out
+    assert "Hermes loaded the plugin from its entry point: True" in out
+    assert "? Hermes asks:" in out and "the answer is 42" in out  # approval asked, output used
+    assert "Hello from codex!" in out  # the changeset was shown
+    assert "cached 20" in out  # the token breakdown
+    assert "same codex thread: True" in out
+    assert "the model saw the history in its developer instructions: True" in out
+    assert "fallback: The fallback provider finished this turn for codex." in out

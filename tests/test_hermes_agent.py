@@ -251,3 +251,19 @@ def test_hermes_compress_command_compacts_the_codex_thread(hermes):
     assert data["runtime"] == "codex_app_server" and data["thread_id"] == \
         result["codex_thread_id"]
     assert len(hermes.provider.requests) == 2  # codex asked the model for the summary
+
+
+def test_codex_status_command_reports_on_the_session(hermes):
+    from hermes_cli.plugins import get_plugin_command_handler, get_plugin_commands
+
+    assert "codex-status" in get_plugin_commands()  # registered through Hermes' own ctx
+    hermes.provider.enqueue(mp.text("status please", usage=mp.Usage(
+        input=80, cached=20, output=25, reasoning=5, reported_total=130)))
+    agent = hermes.agent()
+    result = agent.run_conversation("hi")
+    text = get_plugin_command_handler("codex-status")("")
+    assert "codex runtime: active for this session" in text
+    assert result["codex_thread_id"] in text
+    assert "codex 0.163" in text or "codex 0." in text
+    assert "input 80 (cached 20, uncached 60)" in text
+    assert "context:" in text and "190000" in text

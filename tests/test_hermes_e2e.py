@@ -198,3 +198,17 @@ def test_installed_but_not_enabled_leaves_hermes_untouched(tmp_path):
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["agent.codex_runtime", "False", "False"]
+
+
+def test_status_shows_the_thread_of_each_session(home, mock_provider):
+    mock_provider.enqueue(mp.text("hello", usage=mp.Usage(input=80, cached=20, output=25)))
+    chat = hermes(home, "chat", "-Q", "-q", "hello")
+    session_id = re.search(r"session_id:\s*(\S+)", chat.stderr).group(1)
+    status = hermes(home, "codex-plugin", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    [entry] = [s for s in data["sessions"] if s["session_id"] == session_id]
+    assert entry["codex_thread_id"] == codex_thread_of(home, session_id)
+    assert entry["tokens"] == {"input": 80, "cached": 20, "uncached": 60, "output": 25,
+                               "reasoning": 0}
+    assert data["codex"]["version"].startswith("0.")

@@ -2,61 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from hermes_codex_runtime.testing import mock_provider as mp
-
-
-class ChatCompletionsServer:
-    """A minimal OpenAI-compatible /v1/chat/completions on 127.0.0.1 (the fallback provider)."""
-
-    def __init__(self, answer="fallback answered"):
-        self.calls: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                outer.calls.append({"path": self.path, "body": body})
-                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0,
-                         "model": body.get("model"),
-                         "choices": [{"index": 0, "delta": {"role": "assistant",
-                                                            "content": answer},
-                                      "finish_reason": "stop"}],
-                         "usage": {"prompt_tokens": 7, "completion_tokens": 3,
-                                   "total_tokens": 10}}
-                data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self):
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
 
 
 @pytest.fixture
 def fallback_server():
-    server = ChatCompletionsServer()
-    yield server
-    server.close()
+    with ChatCompletionsServer() as server:
+        yield server
 
 
 def test_a_usage_limit_completes_the_same_turn_on_the_fallback_provider(hermes,

@@ -39,6 +39,10 @@ def install(ctx: Any) -> dict[str, bool]:
     from hermes_codex_runtime.hermes.activation import install_activation
 
     INSTALLED["activation"] = install_activation()
+    from hermes_codex_runtime.hermes.commands import register_commands
+
+    for name, took in register_commands(ctx).items():
+        INSTALLED[f"command:{name}"] = took
     return dict(INSTALLED)
 
 

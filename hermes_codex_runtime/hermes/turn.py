@@ -157,6 +157,9 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
                       should_review_memory=should_review_memory,
                       scope=approvals.capture_scope(agent))
     setattr(agent, TURN_STATE_ATTR, state)
+    from hermes_codex_runtime.hermes.commands import remember_agent
+
+    remember_agent(agent, state.scope.session_key)
     previous_abort = getattr(agent, "_active_request_abort", None)
 
     def abort(_reason: Any = None) -> None:

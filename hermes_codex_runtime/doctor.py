@@ -1,0 +1,203 @@
+"""``hermes-codex-runtime doctor``: why doesn't it work on my machine?
+
+Owns the codex-side checks (binary, version, ``CODEX_HOME``, configuration, login, readiness for
+the minimal ``PATH`` of gateway and cron) and the report format; the Hermes-side checks live in
+:mod:`hermes_codex_runtime.hermes.diagnose`. Every check is ok / warn / fail with the exact fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_codex_runtime.wire import (
+    AppServerConnection,
+    CodexBinary,
+    SpawnOptions,
+    TransportClosed,
+    WireError,
+    probe_version,
+    redact,
+    resolve_codex_binary,
+)
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+#: CLI overrides that keep a diagnostic spawn from syncing plugins or retrying forever.
+QUIET_OVERRIDES = ("-c", "features.plugins=false", "-c", "check_for_update_on_startup=false")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def codex_home_path(setting: str | None) -> Path:
+    """The CODEX_HOME codex will use."""
+    return Path(os.path.expanduser(setting or os.environ.get("CODEX_HOME") or "~/.codex"))
+
+
+def check_binary(setting: str | None) -> tuple[Check, CodexBinary | None]:
+    """Is there a codex, from where, and is it new enough?"""
+    try:
+        binary = resolve_codex_binary(setting)
+        version = probe_version(binary)
+    except WireError as exc:
+        fix = getattr(exc, "fix", "") or "Install codex or set model.codex_bin."
+        return Check("codex binary", FAIL, getattr(exc, "problem", str(exc)), fix), None
+    return Check("codex binary", OK, f"codex {'.'.join(map(str, version))} "
+                 f"({binary.source}: {binary.path})"), binary
+
+
+def check_codex_home(setting: str | None) -> Check:
+    """Can codex keep its login, config and sessions there?"""
+    home = codex_home_path(setting)
+    explicit = bool(setting or os.environ.get("CODEX_HOME"))
+    if not home.exists() and not explicit:
+        return Check("CODEX_HOME", WARN, f"{home} does not exist yet",
+                     "Run `codex login` (it creates it and logs in).")
+    if not home.exists():
+        return Check("CODEX_HOME", FAIL, f"{home} does not exist (codex app-server exits at "
+                     "start-up without it)",
+                     f"Run `codex login` with CODEX_HOME={home} (it creates it and logs in), or "
+                     "point model.codex_home / CODEX_HOME at your codex home.")
+    if not home.is_dir():
+        return Check("CODEX_HOME", FAIL, f"{home} is not a directory",
+                     "Point model.codex_home (or CODEX_HOME) at a directory.")
+    if not os.access(home, os.W_OK):
+        return Check("CODEX_HOME", FAIL, f"{home} is not writable by this user",
+                     f"Fix the permissions of {home}, or use another CODEX_HOME.")
+    return Check("CODEX_HOME", OK, str(home))
+
+
+def check_app_server(binary: CodexBinary, codex_home: str | None) -> list[Check]:
+    """Spawn codex once: configuration warnings, and whether it is logged in."""
+    home = str(codex_home_path(codex_home))
+    try:
+        conn = AppServerConnection.spawn(SpawnOptions(
+            codex_bin=binary.path, codex_home=home, extra_args=QUIET_OVERRIDES,
+            initialize_timeout=20))
+    except WireError as exc:
+        return [Check("codex config", FAIL, f"codex app-server did not start: {redact(str(exc))}",
+                      f"Run `{binary.path} app-server` by hand to see the error, and fix "
+                      f"{home}/config.toml.")]
+    checks: list[Check] = []
+    try:
+        invalid: list[str] = []
+        try:
+            account = conn.request("account/read", {"refreshToken": False}, timeout=10)
+        except WireError as exc:
+            account = {"_error": str(exc)}
+        deadline_items = 0
+        while deadline_items < 50:
+            try:
+                message = conn.next_inbound(timeout=0.3)
+            except TransportClosed:
+                break
+            if message is None:
+                break
+            deadline_items += 1
+            if message.method == "configWarning":
+                summary = str(message.params.get("summary") or "")
+                details = str(message.params.get("details") or "")
+                if summary.lower().startswith("invalid configuration"):
+                    invalid.append(f"{summary} {details}".strip())
+        if invalid:
+            checks.append(Check("codex config", FAIL, redact("; ".join(invalid)),
+                                f"Fix {home}/config.toml — until then codex ignores ALL of it "
+                                "and falls back to its defaults (and the OpenAI provider)."))
+        else:
+            checks.append(Check("codex config", OK, f"{home}/config.toml is valid"))
+        checks.append(_login_check(account))
+    finally:
+        conn.close()
+    return checks
+
+
+def _login_check(account: dict[str, Any]) -> Check:
+    if "_error" in account:
+        return Check("codex login", WARN, f"could not ask codex: {redact(account['_error'])}",
+                     "Run `codex login status`.")
+    if not account.get("requiresOpenaiAuth"):
+        return Check("codex login", OK, "not needed by the configured model provider")
+    info = account.get("account")
+    if isinstance(info, dict):
+        kind = info.get("type") or "account"
+        plan = info.get("planType")
+        return Check("codex login", OK, f"logged in ({kind}{', ' + plan if plan else ''})")
+    return Check("codex login", FAIL, "codex is not logged in",
+                 "Run `codex login` (with the same CODEX_HOME the plugin uses).")
+
+
+def check_minimal_path(binary: CodexBinary | None, setting: str | None) -> Check:
+    """Will gateway and cron (started by systemd/launchd with a minimal PATH) find codex?"""
+    if setting:
+        return Check("gateway/cron readiness", OK, f"model.codex_bin = {setting}")
+    if binary is not None and binary.source in ("bundled", "CODEX_BIN"):
+        return Check("gateway/cron readiness", OK, f"codex comes from {binary.source}, not PATH")
+    if binary is not None:
+        return Check("gateway/cron readiness", WARN,
+                     f"codex is only found on this shell's PATH ({binary.path})",
+                     f"Set `model.codex_bin: {binary.path}` in ~/.hermes/config.yaml: services "
+                     "start with a minimal PATH.")
+    return Check("gateway/cron readiness", FAIL, "no codex binary",
+                 "Install codex, then set model.codex_bin.")
+
+
+def codex_checks(codex_bin: str | None, codex_home: str | None) -> list[Check]:
+    """Every codex-side check, in order."""
+    binary_check, binary = check_binary(codex_bin)
+    home_check = check_codex_home(codex_home)
+    checks = [binary_check, home_check]
+    if binary is not None and home_check.status != FAIL:
+        checks.extend(check_app_server(binary, codex_home))
+    checks.append(check_minimal_path(binary, codex_bin))
+    return checks
+
+
+def render(checks: list[Check]) -> str:
+    """The report for a terminal."""
+    marks = {OK: "ok  ", WARN: "warn", FAIL: "FAIL"}
+    width = max((len(c.name) for c in checks), default=10)
+    lines = []
+    for check in checks:
+        lines.append(f"[{marks.get(check.status, check.status)}] {check.name:<{width}}  "
+                     f"{check.detail}")
+        if check.fix and check.status != OK:
+            lines.append(f"       {'':<{width}}  fix: {check.fix}")
+    failed = sum(c.status == FAIL for c in checks)
+    warned = sum(c.status == WARN for c in checks)
+    lines.append("")
+    lines.append("everything looks right" if not failed and not warned
+                 else f"{failed} problem(s), {warned} warning(s)")
+    return "\n".join(lines)
+
+
+def to_json(checks: list[Check]) -> str:
+    """The report for scripts."""
+    return json.dumps({"ok": not any(c.status == FAIL for c in checks),
+                       "checks": [asdict(c) for c in checks]}, indent=2)
+
+
+def run(*, as_json: bool = False, hermes: bool = True) -> int:
+    """Run every check, print the report, return the exit status (1 when anything failed)."""
+    codex_bin: str | None = None
+    codex_home: str | None = None
+    checks: list[Check] = []
+    if hermes:
+        from hermes_codex_runtime.hermes import diagnose
+
+        host_checks, codex_bin, codex_home = diagnose.hermes_checks()
+        checks.extend(codex_checks(codex_bin, codex_home))
+        checks.extend(host_checks)
+    else:
+        checks.extend(codex_checks(None, None))
+    print(to_json(checks) if as_json else render(checks))
+    return 1 if any(c.status == FAIL for c in checks) else 0

@@ -1,0 +1,174 @@
+"""What a Hermes user types: ``/codex-status`` in a session, ``/codex-runtime`` where the host has
+none of its own, and ``hermes codex-plugin doctor|status`` in a terminal.
+
+Registered through ``ctx`` at plugin load; each registration is feature-probed and a name Hermes
+already uses is left alone (0.19.0 has a built-in ``/codex-runtime`` that sets
+``model.openai_runtime`` — exactly the key the plugin honours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+import weakref
+from typing import Any
+
+from hermes_codex_runtime.hermes.probe import symbol
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+CLI_NAME = "codex-plugin"
+_recent: dict[str, weakref.ReferenceType[Any]] = {}
+_recent_lock = threading.Lock()
+
+
+def remember_agent(agent: Any, session_key: str) -> None:
+    """Note the agent behind a session key (the slash command reports on it)."""
+    try:
+        ref = weakref.ref(agent)
+    except TypeError:
+        return
+    with _recent_lock:
+        _recent[session_key or ""] = ref
+        _recent["__last__"] = ref
+
+
+def _current_agent() -> Any:
+    key = ""
+    get_key = symbol("tools.approval", "get_current_session_key")
+    if callable(get_key):
+        try:
+            key = str(get_key(default="") or "")
+        except Exception:
+            key = ""
+    with _recent_lock:
+        ref = _recent.get(key) or _recent.get("__last__")
+    return ref() if ref is not None else None
+
+
+def codex_status_text(agent: Any) -> str:
+    """The ``/codex-status`` answer for ``agent`` (or for no agent yet)."""
+    from hermes_codex_runtime.hermes.settings import (
+        SettingError,
+        model_section,
+        runtime_requested,
+    )
+    from hermes_codex_runtime.hermes.turn import shared_runtime
+
+    lines = []
+    try:
+        wanted = runtime_requested(model_section())
+    except SettingError as exc:
+        wanted = False
+        lines.append(f"config problem: {exc}")
+    if agent is None:
+        lines.append("codex runtime: " + ("configured (model.openai_runtime: codex_app_server); "
+                                          "no codex turn in this session yet"
+                                          if wanted else "off (model.openai_runtime is not "
+                                          "codex_app_server)"))
+        return "\n".join(lines)
+    mode = getattr(agent, "api_mode", None)
+    if mode == "codex_app_server":
+        lines.append("codex runtime: active for this session")
+    else:
+        why = ("model.openai_runtime is not codex_app_server" if not wanted else
+               f"this session's provider {getattr(agent, 'provider', '?')!r} runs on {mode!r} "
+               "(changes apply to new sessions; a fallback may be active)")
+        lines.append(f"codex runtime: not active — {why}")
+    session = shared_runtime().session_for(agent)
+    if session is not None and session.thread_id:
+        lines.append(f"codex thread:  {session.thread_id} ({session.thread_origin})")
+        conn = session.connection
+        if conn is not None and conn.server is not None:
+            version = ".".join(map(str, conn.server.version or ())) or "?"
+            where = conn.binary.path if conn.binary else "?"
+            lines.append(f"codex binary:  {where} (codex {version}, pid {conn.pid})")
+    else:
+        lines.append("codex thread:  none yet")
+    prompt = getattr(agent, "session_prompt_tokens", 0)
+    cached = getattr(agent, "session_cache_read_tokens", 0)
+    lines.append(
+        f"tokens:        input {prompt} (cached {cached}, uncached "
+        f"{getattr(agent, 'session_input_tokens', 0)}), output "
+        f"{getattr(agent, 'session_output_tokens', 0)} (reasoning "
+        f"{getattr(agent, 'session_reasoning_tokens', 0)}), total "
+        f"{getattr(agent, 'session_total_tokens', 0)}, api calls "
+        f"{getattr(agent, 'session_api_calls', 0)}")
+    compressor = getattr(agent, "context_compressor", None)
+    window = getattr(compressor, "context_length", 0) if compressor is not None else 0
+    last = getattr(compressor, "last_prompt_tokens", 0) if compressor is not None else 0
+    if window and last and last > 0:
+        lines.append(f"context:       {last} of {window} tokens ({100 * last / window:.1f}%)")
+    return "\n".join(lines)
+
+
+def _codex_status_command(raw_args: str = "") -> str:
+    return codex_status_text(_current_agent())
+
+
+def _codex_runtime_command(raw_args: str = "") -> str:
+    """``/codex-runtime [auto|codex_app_server|status]`` for hosts without a built-in one."""
+    choice = (raw_args or "").strip().lower() or "status"
+    if choice == "status":
+        return codex_status_text(_current_agent())
+    if choice not in ("auto", "codex_app_server"):
+        return "usage: /codex-runtime [auto|codex_app_server|status]"
+    load = symbol("hermes_cli.config", "load_config", feature="/codex-runtime")
+    save = symbol("hermes_cli.config", "save_config", feature="/codex-runtime")
+    if not callable(load) or not callable(save):
+        return "this Hermes cannot save config.yaml from a command; edit model.openai_runtime"
+    config = load()
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    model["openai_runtime"] = choice
+    config["model"] = model
+    save(config)
+    return f"model.openai_runtime = {choice}; it applies to the next session."
+
+
+def _setup_cli(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="codex_plugin_command", required=True)
+    doctor = sub.add_parser("doctor", help="check the codex runtime set-up")
+    doctor.add_argument("--json", action="store_true")
+    status = sub.add_parser("status", help="codex threads of recent sessions")
+    status.add_argument("--json", action="store_true")
+    status.add_argument("--session")
+
+
+def _run_cli(args: argparse.Namespace) -> int:
+    from hermes_codex_runtime.cli import main
+
+    argv = [args.codex_plugin_command]
+    if getattr(args, "json", False):
+        argv.append("--json")
+    if getattr(args, "session", None):
+        argv += ["--session", args.session]
+    return main(argv)
+
+
+def register_commands(ctx: Any) -> dict[str, bool]:
+    """Register what this host accepts; returns what took."""
+    done: dict[str, bool] = {}
+    register = getattr(ctx, "register_command", None)
+    resolve = symbol("hermes_cli.commands", "resolve_command", feature="slash commands")
+    if callable(register):
+        try:
+            register("codex-status", _codex_status_command,
+                     description="codex runtime: thread, binary, tokens, context use")
+            done["codex-status"] = True
+            builtin = callable(resolve) and resolve("codex-runtime") is not None
+            if not builtin:
+                register("codex-runtime", _codex_runtime_command,
+                         description="switch the OpenAI runtime (auto | codex_app_server)",
+                         args_hint="auto|codex_app_server|status")
+            done["codex-runtime"] = not builtin
+        except Exception:
+            log.warning("codex-runtime: registering slash commands failed", exc_info=True)
+    register_cli = getattr(ctx, "register_cli_command", None)
+    if callable(register_cli):
+        try:
+            register_cli(CLI_NAME, "codex runtime: doctor and status", _setup_cli, _run_cli,
+                         description="Diagnose the codex runtime and show codex threads.")
+            done[CLI_NAME] = True
+        except Exception:
+            log.warning("codex-runtime: registering `hermes %s` failed", CLI_NAME, exc_info=True)
+    return done

@@ -1,0 +1,191 @@
+"""The Hermes half of the demo: a real ``AIAgent`` and real ``hermes chat`` processes playing the
+story of :mod:`hermes_codex_runtime.demo` (which owns the set-up and the summary)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hermes_codex_runtime.demo import STEP_TIMEOUT, Story, thread_of
+from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
+
+
+def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
+         provider: mp.MockResponsesProvider | None, fallback: ChatCompletionsServer | None,
+         live: bool) -> None:
+    """Play the story (see :mod:`hermes_codex_runtime.demo`); Hermes is imported here, first."""
+    import run_agent  # Hermes discovers the plugin here, from config.yaml + its entry point
+    from hermes_cli.fallback_config import get_fallback_chain
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+    from hermes_state import SessionDB
+    from tools.terminal_tool import set_approval_callback
+
+    from hermes_codex_runtime.hermes import REGISTRATIONS
+
+    story.say(f"   Hermes loaded the plugin from its entry point: {bool(REGISTRATIONS)}")
+
+    def progress(event: str, name: str, preview: Any = None, args: Any = None,
+                 **kwargs: Any) -> None:
+        if event == "tool.started":
+            story.say(f"   [tool] {name}: {preview or ''}")
+        elif event == "tool.completed":
+            result = str(kwargs.get("result") or "").strip().replace("\n", " | ")
+            story.say(f"   [done] {name}: {result[:100]}")
+
+    def approve(command: str, description: str, **kwargs: Any) -> str:
+        story.say(f"   ? Hermes asks: {command}")
+        for line in description.splitlines():
+            story.say(f"       {line}")
+        story.say("   > once")
+        return "once"
+
+    runtime = resolve_runtime_provider(requested="openai-codex")  # as `hermes chat` does
+    story.say(f"   resolved runtime: provider {runtime['provider']}, api_mode "
+              f"{runtime['api_mode']} (no Hermes-side codex login needed)")
+    agent = run_agent.AIAgent(
+        model="mock-model", provider=runtime["provider"], api_mode=runtime["api_mode"],
+        api_key=runtime["api_key"], base_url=runtime["base_url"], platform="cli",
+        quiet_mode=True, skip_context_files=True, skip_memory=True, session_db=SessionDB(),
+        fallback_model=get_fallback_chain(yaml.safe_load(
+            (hermes_home / "config.yaml").read_text())),
+        tool_progress_callback=progress, stream_delta_callback=story.stream)
+    agent.session_cwd = str(project)
+    set_approval_callback(approve)
+    history: list[dict[str, Any]] = []
+
+    def turn(text: str) -> dict[str, Any]:
+        story.say(f"   you: {text}")
+        result = agent.run_conversation(text, conversation_history=list(history))
+        history[:] = [{k: v for k, v in m.items() if not k.startswith("_")}
+                      for m in result["messages"]]
+        if not result.get("completed"):
+            raise RuntimeError(result.get("final_response") or result.get("error"))
+        return dict(result)
+
+    def ask() -> str:
+        if provider is not None:
+            provider.enqueue(mp.text("Hello! I'm codex, answering inside Hermes. Your favourite "
+                                     "colour, TEAL, is noted.", deltas=12,
+                                     usage=mp.Usage(input=80, cached=20, output=25, reasoning=5,
+                                                    reported_total=130)))
+        result = turn("Hello! My favourite colour is TEAL.")
+        return f"{len(result['final_response'])} chars streamed, thread " \
+               f"…{result['codex_thread_id'][-8:]}"
+
+    story.step("1. a question answered with a streamed reply", ask)
+    if live:
+        agent.close()
+        return
+    assert provider is not None and fallback is not None
+
+    def command() -> str:
+        provider.enqueue(mp.exec_command("echo the answer is $((6*7))", escalated=True,
+                                         justification="you asked me to run it"),
+                         mp.text("The command printed: the answer is 42.", deltas=6))
+        result = turn("Run a shell command for me.")
+        if "42" not in json.dumps(result["messages"][-2:]):
+            raise RuntimeError("the command's output did not come back")
+        return "asked, approved once, output used"
+
+    def file_change() -> str:
+        provider.enqueue(mp.apply_patch(mp.add_file_patch("hello.txt", ["Hello from codex!",
+                                                                         "Second line."])),
+                         mp.text("I created hello.txt.", deltas=3))
+        turn("Create hello.txt.")
+        target = project / "hello.txt"
+        if not target.exists():
+            raise RuntimeError("hello.txt was not created")
+        story.say(f"   hello.txt now holds: {target.read_text().splitlines()}")
+        return "changeset shown, approved, file present"
+
+    def tokens() -> str:
+        compressor = agent.context_compressor
+        story.say(f"   input {agent.session_prompt_tokens} (cached "
+                  f"{agent.session_cache_read_tokens}, uncached {agent.session_input_tokens}), "
+                  f"output {agent.session_output_tokens} (reasoning "
+                  f"{agent.session_reasoning_tokens}), total {agent.session_total_tokens}, "
+                  f"api calls {agent.session_api_calls}")
+        window, last = compressor.context_length, compressor.last_prompt_tokens
+        story.say(f"   context window: the last prompt used {last} of {window} tokens "
+                  f"({100 * last / window:.2f}%)")
+        if agent.session_cache_read_tokens != 20 or agent.session_prompt_tokens <= 0:
+            raise RuntimeError("unexpected token accounting")
+        return f"total {agent.session_total_tokens} tokens, cached counted once"
+
+    story.step("2. a shell command that needs approval", command)
+    story.step("3. a file change shown as a changeset", file_change)
+    story.step("4. the token breakdown of the session", tokens)
+    session_id = agent.session_id
+    thread = thread_of(hermes_home, session_id)
+    agent.close()  # the first process is done with codex: one writer per thread
+
+    hermes_cli = str(Path(sys.executable).with_name("hermes"))
+
+    def chat(question: str) -> str:
+        proc = subprocess.run([hermes_cli, "chat", "-Q", "--resume", session_id, "-q", question],
+                              env=dict(os.environ), capture_output=True, text=True,
+                              timeout=STEP_TIMEOUT, stdin=subprocess.DEVNULL, cwd=str(project))
+        if proc.returncode != 0:
+            raise RuntimeError(f"hermes chat failed: {proc.stderr[-500:]}")
+        answer = "\n".join(line for line in proc.stdout.strip().splitlines()
+                           if not line.startswith("↪"))  # Hermes' "restored workspace" note
+        story.say(f"   hermes chat --resume {session_id} -q {question!r}")
+        story.say(f"   codex: {answer}")
+        return answer
+
+    def resume() -> str:
+        provider.clear()
+        provider.enqueue(mp.text("Your favourite colour is TEAL."))
+        chat("What is my favourite colour?")
+        same = thread_of(hermes_home, session_id)
+        replayed = provider.saw_text("My favourite colour is TEAL.", role="user")
+        story.say(f"   same codex thread: {same == thread} (…{str(same)[-8:]}); codex replayed "
+                  f"the earlier turns itself: {replayed}")
+        if same != thread or not replayed:
+            raise RuntimeError("the second process did not resume the codex thread")
+        return "resumed in a second process"
+
+    def reseed() -> str:
+        shutil.rmtree(codex_home / "sessions", ignore_errors=True)  # the stored thread is gone
+        provider.clear()
+        provider.enqueue(mp.text("From what we said before: TEAL."))
+        chat("Remind me: what colour did I mention?")
+        fresh = thread_of(hermes_home, session_id)
+        seeded = provider.saw_text("My favourite colour is TEAL.", role="developer")
+        story.say(f"   new codex thread: {fresh != thread} (…{str(fresh)[-8:]}); the model saw "
+                  f"the history in its developer instructions: {seeded}")
+        if fresh == thread or not seeded:
+            raise RuntimeError("the third process did not start a seeded thread")
+        return "fresh thread seeded with the history"
+
+    story.step("5a. a second process resumes the same codex thread", resume)
+    story.step("5b. a third process, whose thread is gone, starts fresh and seeded", reseed)
+
+    def usage_limit() -> str:
+        provider.enqueue(mp.usage_limit())
+        again = run_agent.AIAgent(
+            model="mock-model", provider=runtime["provider"], api_mode=runtime["api_mode"],
+            api_key=runtime["api_key"], base_url=runtime["base_url"], platform="cli",
+            quiet_mode=True, skip_context_files=True, skip_memory=True, session_db=SessionDB(),
+            fallback_model=[{"provider": "custom", "model": "fallback-model",
+                             "base_url": fallback.base_url, "api_key": "demo-key"}])
+        try:
+            story.say("   you: One more question, please.")
+            result = again.run_conversation("One more question, please.")
+        finally:
+            again.close()
+        story.say("   codex: usage limit reached -> Hermes' fallback provider")
+        story.say(f"   fallback: {result['final_response']}")
+        if not result.get("completed") or not fallback.chat_calls():
+            raise RuntimeError("the fallback provider did not finish the turn")
+        return "same turn completed on the fallback provider"
+
+    story.step("6. a usage limit completes the same turn on a fallback provider", usage_limit)

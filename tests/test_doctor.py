@@ -1,0 +1,114 @@
+"""``hermes-codex-runtime doctor`` finds each set-up problem and names the fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hermes_env import base_config, hermes_env, write_hermes_home
+
+SCRIPT = str(Path(sys.executable).with_name("hermes-codex-runtime"))
+
+
+def doctor(home: Path, **env: str) -> tuple[int, dict[str, dict]]:
+    proc = subprocess.run([SCRIPT, "doctor", "--json"], env=hermes_env(home, **env),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    data = json.loads(proc.stdout)
+    return proc.returncode, {check["name"]: check for check in data["checks"]}
+
+
+@pytest.fixture
+def setup(tmp_path, codex_binary, mock_provider):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    home = tmp_path / "hermes-home"
+    write_hermes_home(home, base_config(codex_home=str(codex_home),
+                                        codex_bin=codex_binary.path))
+    return home, codex_home
+
+
+def test_a_good_set_up_passes(setup):
+    home, _ = setup
+    status, checks = doctor(home)
+    assert status == 0, checks
+    assert checks["codex login"]["status"] == "ok"
+    assert checks["activation"]["status"] == "ok"
+    assert checks["gateway/cron readiness"]["status"] == "ok"
+
+
+def test_no_binary(setup, tmp_path):
+    home, codex_home = setup
+    from hermes_env import write_config
+
+    write_config(home, base_config(codex_home=str(codex_home),
+                                   codex_bin=str(tmp_path / "nowhere" / "codex")))
+    status, checks = doctor(home)
+    assert status == 1
+    assert checks["codex binary"]["status"] == "fail"
+    assert "model.codex_bin" in checks["codex binary"]["fix"]
+
+
+def test_an_old_binary(setup, fake_codex):
+    home, codex_home = setup
+    fake_codex.set_scenario({"version": "0.99.0"})
+    from hermes_env import write_config
+
+    write_config(home, base_config(codex_home=str(codex_home), codex_bin=fake_codex.path))
+    status, checks = doctor(home)
+    assert status == 1
+    assert "older than the 0.125.0" in checks["codex binary"]["detail"]
+    assert "pip install" in checks["codex binary"]["fix"]
+
+
+def test_an_invalid_codex_config(setup):
+    home, codex_home = setup
+    config = codex_home / "config.toml"
+    config.write_text(config.read_text().replace('wire_api = "responses"', 'wire_api = "chat"'))
+    status, checks = doctor(home)
+    assert status == 1
+    assert checks["codex config"]["status"] == "fail"
+    assert "wire_api" in checks["codex config"]["detail"]
+    assert "config.toml" in checks["codex config"]["fix"]
+
+
+def test_the_plugin_not_enabled(setup):
+    home, codex_home = setup
+    from hermes_env import write_config
+
+    config = base_config(codex_home=str(codex_home))
+    config["plugins"] = {"enabled": []}
+    write_config(home, config)
+    status, checks = doctor(home)
+    assert status == 1
+    assert "hermes plugins enable codex-runtime" in checks["plugin enabled"]["fix"]
+
+
+def test_openai_runtime_unset(setup):
+    home, codex_home = setup
+    from hermes_env import write_config
+
+    config = base_config(codex_home=str(codex_home))
+    del config["model"]["openai_runtime"]
+    write_config(home, config)
+    status, checks = doctor(home)
+    assert status == 1
+    assert checks["openai_runtime"]["status"] == "fail"
+    assert "model.openai_runtime: codex_app_server" in checks["openai_runtime"]["fix"]
+
+
+def test_a_missing_host_seam(hermes_base, monkeypatch):
+    import tools.approval
+
+    from hermes_codex_runtime.hermes import diagnose
+
+    monkeypatch.delattr(tools.approval, "_await_gateway_decision")
+    checks, _, _ = diagnose.hermes_checks()
+    [seams] = [c for c in checks if c.name == "host seams"]
+    assert seams.status == "fail"
+    assert "tools.approval:_await_gateway_decision" in seams.detail
+    assert "gateway" in seams.detail
