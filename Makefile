@@ -11,7 +11,7 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup tools demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
@@ -19,7 +19,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) tools
+
+# The interactive-CLI test drives Hermes in tmux: install it where we can (root + apt).
+tools:
+	@command -v tmux >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing tmux (for the interactive CLI test)"; \
+	    (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null 2>&1 || true; \
+	  else echo "note: tmux is missing; the interactive CLI test needs it"; fi; }
 
 demo: setup
 	$(VENV)/bin/hermes-codex-runtime demo
