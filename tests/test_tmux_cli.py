@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hermes_env import base_config, hermes_env, write_hermes_home
 
 from hermes_codex_runtime.testing import mock_provider as mp
-from hermes_env import base_config, hermes_env, write_hermes_home
 
 pytestmark = pytest.mark.real_hermes
 HERMES = str(Path(sys.executable).with_name("hermes"))
