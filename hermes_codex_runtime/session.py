@@ -24,10 +24,10 @@ It knows nothing about any particular host: the runtime passes callables in.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -74,6 +74,7 @@ from hermes_codex_runtime.wire import (
 log = logging.getLogger(__name__)
 
 TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
+_DELTA = "item/agentMessage/delta"
 _INTERRUPT_RETRY_WINDOW = 1.0
 
 
@@ -250,7 +251,8 @@ class CodexSession:
         self._active_turn: str | None = None
         self._pending: dict[Any, _Pending] = {}
         self._file_changes: dict[str, tuple[Mapping[str, Any], ...]] = {}
-        self._decider: concurrent.futures.ThreadPoolExecutor | None = None
+        self._decisions: queue.SimpleQueue[_Pending | None] | None = None
+        self._decider: threading.Thread | None = None
         self._closed = False
         self.retired = False
 
@@ -300,6 +302,7 @@ class CodexSession:
                 return self.thread_id
             if self._conn is None:
                 self._conn = self._spawn()
+                self._start_decider()
             conn = self._conn
         overrides = self._thread_overrides()
         instructions = self.developer_instructions or None
@@ -340,8 +343,8 @@ class CodexSession:
             self.retired = True
             conn, self._conn = self._conn, None
             self._drop_pending()
-        if self._decider is not None:
-            self._decider.shutdown(wait=False, cancel_futures=True)
+        if self._decisions is not None:
+            self._decisions.put(None)
         if conn is not None:
             conn.close()
 
@@ -546,33 +549,47 @@ class CodexSession:
                         self._emit(CodexEvent("quiet", "codex is still working…"))
                         last_tool_done = None
                     continue
-                if message.is_local:
-                    continue
-                if message.is_request:
-                    self._on_server_request(message, thread_id)
-                    continue
-                scope = scope_of(message.params)
-                if learn_turn and turn_id is None:
-                    if message.method == "turn/started" and scope.thread_id == thread_id \
-                            and scope.turn_id:
-                        turn_id = scope.turn_id
-                        result.turn_id = turn_id
-                        with self._lock:
-                            self._active_turn = turn_id
-                    continue
-                if not scope.belongs_to(thread_id, turn_id):
-                    continue
-                outcome = self._on_notification(message, result, projector, usage)
-                if outcome == "tool_done":
-                    last_tool_done = time.monotonic()
-                elif outcome == "activity":
-                    last_tool_done = None
-                elif outcome == "completed":
-                    finished = True
-                    break
-                elif outcome == "aborted":
-                    aborted = True
-                    finished = True
+                burst = [message]
+                burst.extend(conn.drain())
+                for message in burst:
+                    if message.is_local:
+                        continue
+                    if message.is_request:
+                        self._on_server_request(message, thread_id)
+                        continue
+                    params = message.params
+                    outcome: str | None
+                    if message.method == _DELTA and turn_id is not None:
+                        # The hot path: one streamed chunk of the answer.
+                        if params.get("turnId") != turn_id or params.get(
+                                "threadId", thread_id) != thread_id:
+                            continue
+                        outcome = self._on_delta(params, result, projector)
+                    else:
+                        scope = scope_of(params)
+                        if learn_turn and turn_id is None:
+                            if message.method == "turn/started" and \
+                                    scope.thread_id == thread_id and scope.turn_id:
+                                turn_id = scope.turn_id
+                                result.turn_id = turn_id
+                                with self._lock:
+                                    self._active_turn = turn_id
+                            continue
+                        if not scope.belongs_to(thread_id, turn_id):
+                            continue
+                        outcome = self._on_notification(message, result, projector, usage)
+                    if outcome == "tool_done":
+                        last_tool_done = time.monotonic()
+                    elif outcome == "activity":
+                        last_tool_done = None
+                    elif outcome == "completed":
+                        finished = True
+                        break
+                    elif outcome == "aborted":
+                        aborted = True
+                        finished = True
+                        break
+                if finished:
                     break
             if not finished and result.failure is None:
                 self._at_deadline(result, conn, thread_id, turn_id, projector,
@@ -617,6 +634,21 @@ class CodexSession:
                             f"the codex turn did not finish within "
                             f"{self.settings.turn_timeout:g}s"),
                     retire=True)
+
+    def _on_delta(self, params: Mapping[str, Any], result: TurnResult,
+                  projector: Projector) -> str:
+        projector.feed(_DELTA, params)
+        delta = params.get("delta")
+        if isinstance(delta, str):
+            if self._on_event is not None:
+                self._emit(CodexEvent("text_delta", delta, method=_DELTA, params=params))
+            if "<turn_aborted" in delta:
+                result.interrupted = True
+                result.status = "interrupted"
+                result.fail(Failure(FailureKind.OTHER, "codex reported turn_aborted"),
+                            retire=False)
+                return "aborted"
+        return "activity"
 
     def _on_notification(self, message: Inbound, result: TurnResult, projector: Projector,
                          usage: UsageAccumulator) -> str | None:
@@ -743,16 +775,28 @@ class CodexSession:
         pending = _Pending(request_id, method, params, request)
         with self._lock:
             self._pending[request_id] = pending
-            if self._decider is None:
-                self._decider = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="codex-approval")
-            decider = self._decider
+            decisions = self._start_decider()
         self._emit(CodexEvent("approval_requested", request.summary(), method=method,
                               params=params))
-        try:
-            decider.submit(self._decide, pending)
-        except RuntimeError:  # the session is closing
-            pending.dropped = True
+        decisions.put(pending)
+
+    def _start_decider(self) -> queue.SimpleQueue[_Pending | None]:
+        """The approval thread: decisions (possibly a person at a prompt) run there, one at a
+        time, so neither the reader nor the turn loop ever waits for them. Started with the
+        session, so the first approval does not pay for a thread start."""
+        if self._decisions is None or self._decider is None:
+            self._decisions = queue.SimpleQueue()
+            self._decider = threading.Thread(target=self._decide_loop, args=(self._decisions,),
+                                             name="codex-approvals", daemon=True)
+            self._decider.start()
+        return self._decisions
+
+    def _decide_loop(self, decisions: queue.SimpleQueue[_Pending | None]) -> None:
+        while True:
+            pending = decisions.get()
+            if pending is None:
+                return
+            self._decide(pending)
 
     def _decide(self, pending: _Pending) -> None:
         decision = Decision.DECLINE

@@ -13,7 +13,7 @@ JSON-RPC on stdio like codex, and:
   (known threads, the position in the turn script, spawned grandchildren), so resume and
   cross-process tests work.
 
-Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``partial``,
+Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``partial``, ``flood``,
 ``reasoning``, ``command``, ``file_change``, ``permissions``, ``elicitation``, ``request``,
 ``usage``, ``error``, ``fail``, ``crash``, ``hang``, ``no_complete``, ``turn_aborted``,
 ``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``.
@@ -426,6 +426,27 @@ class FakeAppServer:
             if "message" in step:
                 self._item_completed(*scope, {"type": "agentMessage", "id": item_id,
                                               "text": text})
+        if "flood" in step:
+            # Benchmarks: N deltas as fast as the pipe takes them. One is schema-checked; the rest
+            # are the same bytes with a counter, written in large chunks.
+            item_id = f"msg_{uuid.uuid4().hex[:8]}"
+            piece = str(step.get("flood_delta", "tok "))
+            self._item_started(*scope, {"type": "agentMessage", "id": item_id, "text": ""})
+            self.notify("item/agentMessage/delta", self._scope(*scope, itemId=item_id,
+                                                               delta=piece))
+            count = int(step["flood"])
+            line = json.dumps({"method": "item/agentMessage/delta",
+                               "params": self._scope(*scope, itemId=item_id, delta=piece)})
+            data = (line + "\n").encode()
+            batch = data * 1000
+            remaining = count - 1
+            while remaining > 0:
+                self._check_interrupt()
+                n = min(1000, remaining)
+                self._write_raw(batch if n == 1000 else data * n)
+                remaining -= n
+            self._item_completed(*scope, {"type": "agentMessage", "id": item_id,
+                                          "text": piece * count})
         if "huge_delta" in step:
             item_id = f"msg_{uuid.uuid4().hex[:8]}"
             text = "x" * int(step["huge_delta"])

@@ -43,6 +43,14 @@ class RecordingConnection(AppServerConnection):
                 self.server_requests[message.id] = message.method
         return message
 
+    def drain(self, limit: int = 256) -> list[Inbound]:
+        items = super().drain(limit)
+        with self._record_lock:
+            for message in items:
+                if message.is_request:
+                    self.server_requests[message.id] = message.method
+        return items
+
     def wire_problems(self, schema: ProtocolSchema) -> list[str]:
         """Everything sent that codex would reject or silently ignore."""
         problems: list[str] = []

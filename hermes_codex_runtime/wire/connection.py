@@ -60,6 +60,13 @@ STDERR_LINE_MAX = 4096
 DIAGNOSTIC_LINES = 100
 DIAGNOSTIC_LINE_MAX = 1000
 EXIT_SETTLE = 0.2
+#: Backpressure: while the consumer lags this many messages behind, streaming deltas are dropped
+#: from the inbound stream (counted in ``dropped_deltas``). Items still complete with their full
+#: content in ``item/completed``, so the transcript is whole; only the live display skips text.
+MAX_QUEUED = 20_000
+DROPPABLE = frozenset({"item/agentMessage/delta", "item/reasoning/summaryTextDelta",
+                       "item/reasoning/textDelta", "item/commandExecution/outputDelta",
+                       "item/fileChange/outputDelta"})
 LOCAL_PREFIX = "$local/"
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -146,6 +153,7 @@ class AppServerConnection:
         self._close_lock = threading.Lock()
         self._inbound: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._inbound_ended = False
+        self.dropped_deltas = 0
         self._transport_error: str | None = None
         self._closed = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -337,6 +345,25 @@ class AppServerConnection:
         assert isinstance(item, Inbound)
         return item
 
+    def drain(self, limit: int = 256) -> list[Inbound]:
+        """Up to ``limit`` messages that are already queued, without waiting (a consumer that
+        just woke up handles a burst in one go). Stops at the end of the stream; the next
+        :meth:`next_inbound` then raises."""
+        items: list[Inbound] = []
+        if self._inbound_ended:
+            return items
+        get = self._inbound.get_nowait
+        for _ in range(limit):
+            try:
+                item = get()
+            except queue.Empty:
+                break
+            if item is _END:
+                self._inbound.put(_END)
+                break
+            items.append(item)  # type: ignore[arg-type]
+        return items
+
     def wake(self, reason: str = "wake") -> None:
         """Wake a consumer blocked in :meth:`next_inbound` from another thread (an interrupt, a
         decided approval). It receives a local marker: ``Inbound("$local/<reason>", {})`` —
@@ -383,6 +410,9 @@ class AppServerConnection:
             rid = message.get("id")
             if rid is not None and not isinstance(rid, int | str):
                 self._note_diagnostic("server request with an invalid id", line)
+                return
+            if rid is None and method in DROPPABLE and self._inbound.qsize() > MAX_QUEUED:
+                self.dropped_deltas += 1
                 return
             self._inbound.put(Inbound(method, params, rid))
             return

@@ -10,6 +10,7 @@ so a recycled PID is never signalled.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable
 
 import psutil
@@ -54,15 +55,29 @@ def reap(processes: Iterable[psutil.Process], timeout: float = 1.0) -> list[int]
                 live.append(proc)
     if not live:
         return []
-    _, alive = psutil.wait_procs(live, timeout=timeout)
+    alive = _wait_gone(live, timeout)
     for proc in alive:
         with contextlib.suppress(psutil.Error):
             if proc.is_running():
                 proc.kill()
     if not alive:
         return []
-    _, still = psutil.wait_procs(alive, timeout=timeout)
-    return [proc.pid for proc in still if _running(proc)]
+    return [proc.pid for proc in _wait_gone(alive, timeout)]
+
+
+def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait until every process has exited — a zombie counts as exited: an orphan's zombie waits
+    for init to reap it, which is not ours to wait for. Returns those still running."""
+    deadline = time.monotonic() + timeout
+    pending = list(processes)
+    delay = 0.002
+    while pending:
+        pending = [proc for proc in pending if _running(proc)]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return pending
 
 
 def _running(proc: psutil.Process) -> bool:

@@ -1,0 +1,291 @@
+"""Side-by-side benchmarks: every client, every scenario, interleaved, on the same real codex
+binary and the same mock provider; medians with min–max, and ratios to the raw client.
+
+``make bench`` (or ``.venv/bin/python bench/run.py``). Writes ``bench/results/latest.json`` and
+``latest.md`` and prints the table. ``BENCH_REPS`` (default 3) sets the repetitions; ``BENCH_ONLY``
+(comma-separated client names) restricts the clients. The official SDK and Hermes 0.19.0 cannot
+share a venv (``packaging`` pins), so the SDK client runs from ``bench/.venv-sdk``, built on
+first use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
+from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
+from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
+from hermes_codex_runtime.testing.fake import FakeCodex  # noqa: E402
+from hermes_codex_runtime.testing.schema import ProtocolSchema  # noqa: E402
+from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noqa: E402
+
+CLIENTS = ["raw", "ours", "ours-agent", "hermes", "hermes-agent", "sdk"]
+SCENARIOS = ["cold", "warm", "stream", "approval", "flood", "close"]
+SDK_VENV = ROOT / "bench" / ".venv-sdk"
+FLOOD = 50_000
+IMPORTS = {
+    "ours": "import hermes_codex_runtime.session",
+    "ours (plugin module)": "import hermes_codex_runtime, hermes_codex_runtime.hermes",
+    "hermes": "import agent.transports.codex_app_server_session",
+    "sdk": "import openai_codex",
+}
+
+
+def sdk_python() -> str | None:
+    python = SDK_VENV / "bin" / "python"
+    if not python.exists():
+        print("building bench/.venv-sdk (openai-codex==0.163.0)…", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(SDK_VENV)], check=True)
+        proc = subprocess.run([str(python), "-m", "pip", "install", "-q",
+                               "--disable-pip-version-check", "openai-codex==0.163.0"],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print("the SDK could not be installed; skipping it:", proc.stderr[-500:])
+            return None
+    return str(python)
+
+
+def hermes_home(root: Path, codex_home: Path, plugin: bool) -> Path:
+    import yaml
+
+    home = root / ("hermes-plugin" if plugin else "hermes-plain")
+    home.mkdir()
+    config = {"plugins": {"enabled": ["codex-runtime"] if plugin else []},
+              "security": {"allow_lazy_installs": False, "tirith_enabled": False},
+              "model": {"provider": "openai-codex", "default": "mock-model",
+                        "openai_runtime": "codex_app_server", "codex_home": str(codex_home),
+                        "context_length": 200000},
+              "approvals": {"mode": "off"}}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -> None:
+    provider.clear()
+    provider.set_default(mp.text("ok"))
+    if scenario == "stream":
+        provider.enqueue(mp.text("ok"), mp.text("tok " * 2000, deltas=2000))
+    elif scenario == "approval":
+        provider.enqueue(mp.text("ok"), mp.exec_command("echo approved", escalated=True),
+                         mp.text("done"))
+    elif scenario == "flood":
+        fake.set_scenario({"turns": [[{"flood": FLOOD, "flood_delta": "tok "}]]})
+    elif scenario == "close":
+        fake.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
+
+
+def run_client(python: str, client: str, scenario: str, config_path: Path,
+               env: dict[str, str]) -> dict[str, Any] | None:
+    try:
+        proc = subprocess.run([python, str(ROOT / "bench" / "clients.py"), client, scenario,
+                               str(config_path)], capture_output=True, text=True, timeout=300,
+                              env=env, stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"error": (proc.stderr or proc.stdout)[-400:]}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def median_range(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def measure_imports(pythons: dict[str, str]) -> dict[str, dict[str, float]]:
+    out = {}
+    for label, statement in IMPORTS.items():
+        family = label.split()[0]
+        python = pythons.get(family)
+        if python is None:
+            continue
+        code = (f"import time; t = time.perf_counter(); {statement}; "
+                "print(time.perf_counter() - t)")
+        samples = []
+        for _ in range(5):
+            proc = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                                  timeout=120, cwd=str(ROOT), check=False,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)}
+                                  if family == "ours" else dict(os.environ))
+            if proc.returncode == 0:
+                samples.append(1000 * float(proc.stdout.strip().splitlines()[-1]))
+        if samples:
+            out[label] = median_range(samples)
+    return out
+
+
+def measure_seed() -> dict[str, float]:
+    messages: list[dict[str, Any]] = []
+    for i in range(5_000):
+        messages.append({"role": "user", "content": f"question {i} " * 8})
+        messages.append({"role": "assistant", "content": f"answer {i} " * 20})
+    samples = []
+    for _ in range(20):
+        t = time.perf_counter()
+        render_history_seed(messages)
+        samples.append(1000 * (time.perf_counter() - t))
+    return median_range(samples)
+
+
+def main() -> int:
+    reps = int(os.environ.get("BENCH_REPS", "3"))
+    only = {c for c in os.environ.get("BENCH_ONLY", "").split(",") if c}
+    clients = [c for c in CLIENTS if not only or c in only]
+    binary = resolve_codex_binary()
+    version = ".".join(map(str, probe_version(binary)))
+    pythons: dict[str, str] = {"raw": sys.executable, "ours": sys.executable,
+                               "ours-agent": sys.executable, "hermes": sys.executable,
+                               "hermes-agent": sys.executable}
+    if "sdk" in clients:
+        sdk = sdk_python()
+        if sdk:
+            pythons["sdk"] = sdk
+        else:
+            clients.remove("sdk")
+    started = time.monotonic()
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {c: {} for c in clients}
+    with tempfile.TemporaryDirectory(prefix="hcr-bench-") as tmp, \
+            mp.MockResponsesProvider() as provider:
+        root = Path(tmp)
+        codex_home = prepare_codex_home(root / "codex-home", provider.base_url,
+                                        codex_bin=binary.path)
+        schema = ProtocolSchema.generate(binary.path, root / "schema")
+        fake = FakeCodex(root / "fake", None)  # no per-message validation: this is a benchmark
+        assert schema is not None
+        cwd = root / "work"
+        cwd.mkdir()
+        config = {"codex_bin": binary.path, "codex_home": str(codex_home), "cwd": str(cwd),
+                  "fake_codex": fake.path, "flood": FLOOD, "warm_turns": 20,
+                  "hermes_home_plugin": str(hermes_home(root, codex_home, True)),
+                  "hermes_home_plain": str(hermes_home(root, codex_home, False))}
+        config_path = root / "config.json"
+        config_path.write_text(json.dumps(config))
+        env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "CODEX_BIN")}
+        env["CODEX_RUNTIME_LOAD_PLUGINS"] = ""
+        for scenario in SCENARIOS:
+            for rep in range(reps):
+                for client in (clients if rep % 2 == 0 else list(reversed(clients))):
+                    script(provider, fake, scenario)
+                    outcome = run_client(pythons[client], client, scenario, config_path, env)
+                    if scenario == "close":
+                        outcome = outcome or {}
+                        outcome["orphans"] = len(fake.live_grandchildren())
+                        fake.kill_leftovers()
+                        (fake.state / "grandchildren.txt").unlink(missing_ok=True)
+                    results[client].setdefault(scenario, []).append(outcome or {})
+                    mark = "x" if outcome and "error" in outcome else "."
+                    print(mark, end="", flush=True)
+            print(f" {scenario}", flush=True)
+    report = summarise(results, clients, version)
+    report["imports_ms"] = measure_imports(pythons)
+    report["history_seed_10k_ms"] = measure_seed()
+    report["wall_s"] = time.monotonic() - started
+    write(report)
+    return 0
+
+
+def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list[str],
+              version: str) -> dict[str, Any]:
+    metrics = {
+        "cold": [("cold_s", "cold start s"), ("process_s", "process → first turn s")],
+        "warm": [("turn_ms", "warm turn ms"), ("rss_mib", "RSS after 20 turns MiB")],
+        "stream": [("turn_ms", "2,000-delta turn ms")],
+        "approval": [("turn_ms", "approval turn ms"), ("approval_delay_ms",
+                                                       "approval delay ms")],
+        "flood": [("deltas_per_s", "flood deltas/s"), ("peak_rss_mib", "flood peak RSS MiB")],
+        "close": [("close_ms", "close() with a grandchild ms"), ("orphans", "orphans left")],
+    }
+    table: dict[str, dict[str, Any]] = {}
+    errors: dict[str, list[str]] = {}
+    for scenario, pairs in metrics.items():
+        for key, label in pairs:
+            row: dict[str, Any] = {}
+            for client in clients:
+                values: list[float] = []
+                for outcome in results[client].get(scenario, []):
+                    if "error" in outcome:
+                        errors.setdefault(f"{client}/{scenario}", []).append(outcome["error"])
+                        continue
+                    value = outcome.get(key)
+                    if isinstance(value, list):
+                        values.extend(value)
+                    elif isinstance(value, int | float):
+                        values.append(float(value))
+                if values:
+                    row[client] = median_range(values)
+                    if key == "approval_delay_ms":
+                        ordered = sorted(values)
+                        row[client]["p95"] = ordered[min(len(ordered) - 1,
+                                                         int(0.95 * len(ordered)))]
+            table[label] = row
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "codex": version,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "clients": clients,
+            "table": table, "errors": errors}
+
+
+def write(report: dict[str, Any]) -> None:
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(report, indent=2))
+    clients = report["clients"]
+    lines = [f"Benchmarks {report['date']} — codex {report['codex']}, {report['machine']}; "
+             "median (min–max); ×raw in brackets.", "",
+             "| metric | " + " | ".join(clients) + " |",
+             "|---|" + "---|" * len(clients)]
+    for label, row in report["table"].items():
+        raw = row.get("raw", {}).get("median")
+        cells = []
+        for client in clients:
+            stats = row.get(client)
+            if not stats:
+                cells.append("—")
+                continue
+            cell = f"{_fmt(stats['median'])} ({_fmt(stats['min'])}–{_fmt(stats['max'])})"
+            if "p95" in stats:
+                cell += f" p95 {_fmt(stats['p95'])}"
+            if raw and client != "raw" and raw > 0:
+                cell += f" [{stats['median'] / raw:.2f}×]"
+            cells.append(cell)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for label, stats in report["imports_ms"].items():
+        lines.append(f"- import {label}: {_fmt(stats['median'])} ms "
+                     f"({_fmt(stats['min'])}–{_fmt(stats['max'])})")
+    seed = report["history_seed_10k_ms"]
+    lines.append(f"- history seed of 10,000 messages: {_fmt(seed['median'])} ms "
+                 f"({_fmt(seed['min'])}–{_fmt(seed['max'])})")
+    lines.append(f"- wall time of the run: {report['wall_s']:.0f} s")
+    for where, messages in report["errors"].items():
+        lines.append(f"- errors in {where}: {len(messages)} (e.g. {messages[0][-200:]!r})")
+    text = "\n".join(lines) + "\n"
+    (out / "latest.md").write_text(text)
+    print(text)
+
+
+def _fmt(value: float) -> str:
+    if value >= 1000:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.1f}"
+    return f"{value:.3f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
