@@ -279,6 +279,8 @@ class AgentClient:
         os.environ.update(env)
         os.environ.update(HERMES_HOME=hermes_home, HERMES_DISABLE_LAZY_INSTALLS="1",
                           TIRITH_ENABLED="0", CODEX_BIN=codex_bin)
+        # Hermes 0.19.0's own runtime runs the `codex` it finds on PATH.
+        os.environ["PATH"] = os.path.dirname(codex_bin) + os.pathsep + os.environ["PATH"]
         import run_agent
 
         self.delays: list[float] = []

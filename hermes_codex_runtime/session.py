@@ -28,9 +28,10 @@ import contextlib
 import logging
 import os
 import queue
+import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,7 @@ class SessionSettings:
     control_timeout: float = 5.0
     post_tool_quiet_warning: float = 90.0
     client_version: str = "0"
+    registry_path: str | None = None  # app-servers recorded here are reaped if the host dies
 
     def __post_init__(self) -> None:
         for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",
@@ -214,6 +216,23 @@ class _Pending:
         self.dropped = False
 
 
+_READY_HOMES: set[str] = set()
+_HOME_LOCKS: dict[str, threading.Lock] = {}
+_HOME_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _home_lock(home: str) -> Iterator[None]:
+    """Held while starting codex on a CODEX_HOME no app-server of this process started on yet."""
+    if home in _READY_HOMES:
+        yield
+        return
+    with _HOME_LOCKS_GUARD:
+        lock = _HOME_LOCKS.setdefault(home, threading.Lock())
+    with lock:
+        yield
+
+
 Approver = Callable[[ApprovalRequest], Any]
 EventSink = Callable[[CodexEvent], None]
 SeedProvider = Callable[[], str | None]
@@ -281,10 +300,26 @@ class CodexSession:
         if s.codex_home and not os.path.exists(s.codex_home):
             # codex app-server panics at start-up on a missing CODEX_HOME (0.163).
             os.makedirs(s.codex_home, mode=0o700, exist_ok=True)
-        return self._connect(SpawnOptions(
+        options = SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
-            client_version=s.client_version))
+            client_version=s.client_version, registry_path=s.registry_path)
+        home = os.path.realpath(s.codex_home or os.environ.get("CODEX_HOME") or "~")
+        # codex initialises a sqlite state database in CODEX_HOME on start-up; several
+        # app-servers starting at once on a fresh home race on it ("failed to initialize sqlite
+        # state runtime"). Start-ups on one home are serialised in this process until one
+        # succeeded, and a start-up that lost the race to another process is retried.
+        with _home_lock(home):
+            for attempt in range(4):
+                try:
+                    conn = self._connect(options)
+                    _READY_HOMES.add(home)
+                    return conn
+                except TransportClosed as exc:
+                    if attempt == 3 or "sqlite" not in str(exc).lower():
+                        raise
+                    time.sleep(0.1 * (attempt + 1) + random.random() * 0.1)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _thread_overrides(self) -> dict[str, Any]:
         s = self.settings
@@ -345,6 +380,19 @@ class CodexSession:
             self._drop_pending()
         if self._decisions is not None:
             self._decisions.put(None)
+        if conn is not None:
+            conn.close()
+
+    def _respawn(self) -> None:
+        """After a turn that retired the process (it died, wedged, or its login went stale):
+        reap it, and let the next start resume the same thread in a fresh process."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if self.thread_id:
+                self._stored_thread_id = self.thread_id
+            self.thread_id = None
+            self.retired = False
+            self._drop_pending()
         if conn is not None:
             conn.close()
 
@@ -414,6 +462,8 @@ class CodexSession:
         """Send one user message and drive the turn to its end. Never raises for anything codex
         or the process does."""
         result = TurnResult(submitted_user_text=plain_text(user_input))
+        if self.retired and not self._closed:
+            self._respawn()
         try:
             items = to_user_input(user_input, base_dir=self.cwd, images=images)
         except InputError as exc:
@@ -451,6 +501,8 @@ class CodexSession:
             return result
         finally:
             self._interrupt.clear()
+            if result.should_retire:
+                self.retired = True
 
     def compact(self) -> TurnResult:
         """Native compaction (``thread/compact/start``), waiting for its own turn to complete."""
@@ -473,6 +525,8 @@ class CodexSession:
             return result
         finally:
             self._interrupt.clear()
+            if result.should_retire:
+                self.retired = True
 
     # ------------------------------------------------------------------ the loop
 
@@ -551,6 +605,7 @@ class CodexSession:
                     continue
                 burst = [message]
                 burst.extend(conn.drain())
+                stream: list[str] = []
                 for message in burst:
                     if message.is_local:
                         continue
@@ -564,8 +619,10 @@ class CodexSession:
                         if params.get("turnId") != turn_id or params.get(
                                 "threadId", thread_id) != thread_id:
                             continue
-                        outcome = self._on_delta(params, result, projector)
+                        outcome = self._on_delta(params, result, projector, stream)
                     else:
+                        if stream:
+                            self._flush_stream(stream)
                         scope = scope_of(params)
                         if learn_turn and turn_id is None:
                             if message.method == "turn/started" and \
@@ -589,6 +646,8 @@ class CodexSession:
                         aborted = True
                         finished = True
                         break
+                if stream:
+                    self._flush_stream(stream)
                 if finished:
                     break
             if not finished and result.failure is None:
@@ -635,13 +694,20 @@ class CodexSession:
                             f"{self.settings.turn_timeout:g}s"),
                     retire=True)
 
+    def _flush_stream(self, stream: list[str]) -> None:
+        """One display event for the deltas of a burst: the host's stream callbacks (and their
+        per-call work) run once per burst instead of once per token."""
+        text = "".join(stream)
+        stream.clear()
+        if self._on_event is not None and text:
+            self._emit(CodexEvent("text_delta", text, method=_DELTA))
+
     def _on_delta(self, params: Mapping[str, Any], result: TurnResult,
-                  projector: Projector) -> str:
+                  projector: Projector, stream: list[str]) -> str:
         projector.feed(_DELTA, params)
         delta = params.get("delta")
         if isinstance(delta, str):
-            if self._on_event is not None:
-                self._emit(CodexEvent("text_delta", delta, method=_DELTA, params=params))
+            stream.append(delta)  # shown once per burst (see _flush_stream)
             if "<turn_aborted" in delta:
                 result.interrupted = True
                 result.status = "interrupted"

@@ -110,3 +110,9 @@ def test_commands_hermes_never_runs_are_declined_even_with_approvals_off(hermes)
     hermes.configure(approvals={"mode": "off"})
     _, output = run_command_turn(hermes, hermes.agent(), command="rm -rf /")
     assert "declined" in output
+
+
+def test_user_deny_rules_win_even_with_approvals_off(hermes):
+    hermes.configure(approvals={"mode": "off", "deny": ["*echo forbidden*"]})
+    _, output = run_command_turn(hermes, hermes.agent(), command="echo forbidden-thing")
+    assert "declined" in output and "forbidden-thing\n" not in output

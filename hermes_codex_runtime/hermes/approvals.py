@@ -23,6 +23,7 @@ is downloaded.
 from __future__ import annotations
 
 import contextvars
+import fnmatch
 import logging
 import shlex
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.settings import approvals_section
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest
 
@@ -229,7 +231,21 @@ def _call(module: Any, name: str, *args: Any, default: Any = None) -> Any:
 
 
 def _bypass(approval: Any) -> bool:
-    return bool(_call(approval, "is_approval_bypass_active", default=False))
+    """``is_approval_bypass_active()`` without re-reading config.yaml on every request:
+    ``--yolo`` (frozen at import), this session's ``/yolo``, or ``approvals.mode: off``."""
+    frozen = getattr(approval, "_YOLO_MODE_FROZEN", None)
+    session_yolo = getattr(approval, "is_current_session_yolo_enabled", None)
+    normalize = getattr(approval, "_normalize_approval_mode", None)
+    if frozen is None or not callable(session_yolo) or not callable(normalize):
+        return bool(_call(approval, "is_approval_bypass_active", default=False))
+    if frozen:
+        return True
+    try:
+        if session_yolo():
+            return True
+        return bool(normalize(approvals_section().get("mode", "manual")) == "off")
+    except Exception:
+        return bool(_call(approval, "is_approval_bypass_active", default=False))
 
 
 def _hardline(approval: Any, command: str) -> bool:
@@ -237,7 +253,24 @@ def _hardline(approval: Any, command: str) -> bool:
         verdict = _call(approval, name, command, default=None)
         if isinstance(verdict, tuple) and verdict and verdict[0]:
             return True
-    return _call(approval, "_match_user_deny_rule", command, default=None) is not None
+    return _denied_by_user_rule(approval, command)
+
+
+def _denied_by_user_rule(approval: Any, command: str) -> bool:
+    """``approvals.deny`` globs, matched like Hermes matches them (case-insensitive, over its
+    deobfuscated command variants), from the cached config."""
+    variants = getattr(approval, "_command_detection_variants", None)
+    if not callable(variants):
+        return _call(approval, "_match_user_deny_rule", command, default=None) is not None
+    patterns = approvals_section().get("deny") or []
+    globs = [p.strip().lower() for p in patterns if isinstance(p, str) and p.strip()]
+    if not globs:
+        return False
+    for variant in variants(command):
+        candidate = str(variant).lower().strip()
+        if any(fnmatch.fnmatchcase(candidate, pattern) for pattern in globs):
+            return True
+    return False
 
 
 def _ask_gateway(approval: Any, key: str, what: str, description: str, pattern: str,

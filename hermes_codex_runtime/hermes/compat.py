@@ -100,6 +100,10 @@ SYMBOLS: tuple[HostSymbol, ...] = (
         "tools.approval", "is_approval_bypass_active", "approvals.mode: off, --yolo, /yolo", True
     ),
     HostSymbol("tools.approval", "_get_cron_approval_mode", "cron approvals", True),
+    HostSymbol("tools.approval", "_YOLO_MODE_FROZEN", "--yolo", True),
+    HostSymbol("tools.approval", "is_current_session_yolo_enabled", "this session's /yolo", True),
+    HostSymbol("tools.approval", "_normalize_approval_mode", "approvals.mode", True),
+    HostSymbol("tools.approval", "_command_detection_variants", "approvals.deny", True),
     HostSymbol("tools.approval", "detect_hardline_command", "never-run commands", True),
     HostSymbol("tools.approval", "_check_sudo_stdin_guard", "sudo without a password source", True),
     HostSymbol("tools.approval", "_match_user_deny_rule", "approvals.deny", True),

@@ -67,6 +67,11 @@ def _session_cwd(agent: Any) -> str:
     return os.getcwd()
 
 
+def registry_path() -> Any:
+    """Where this host records the codex processes it spawned (for orphan reaping)."""
+    return hermes_home() / "codex-runtime" / "processes.json"
+
+
 def _bindings() -> ThreadBindings:
     return ThreadBindings(hermes_home() / "codex-runtime" / "threads.json")
 
@@ -89,6 +94,7 @@ class HermesHost:
             turn_timeout=settings.turn_timeout,
             sandbox=settings.sandbox,
             client_version=_hermes_version(),
+            registry_path=str(registry_path()),
         )
 
     @hookimpl

@@ -64,6 +64,28 @@ def load_config() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_approvals_cache: tuple[tuple[str, int, int], dict[str, Any]] | None = None
+
+
+def approvals_section() -> dict[str, Any]:
+    """``config["approvals"]``, re-read only when config.yaml changes: Hermes' ``load_config``
+    deep-copies the whole config on every call (~1 ms), and an approval is on the hot path."""
+    global _approvals_cache
+    path = hermes_home() / "config.yaml"
+    try:
+        info = path.stat()
+        key = (str(path), info.st_mtime_ns, info.st_size)
+    except OSError:
+        key = (str(path), 0, 0)
+    cached = _approvals_cache
+    if cached is not None and cached[0] == key:
+        return dict(cached[1])
+    section = load_config().get("approvals")
+    value = dict(section) if isinstance(section, Mapping) else {}
+    _approvals_cache = (key, value)
+    return dict(value)
+
+
 def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config["model"]`` as a dict (Hermes also allows a bare model-name string)."""
     config = load_config() if config is None else config

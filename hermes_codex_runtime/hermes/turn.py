@@ -29,6 +29,25 @@ AUTO_HINT = "Switch back to Hermes' own runtime with `/codex-runtime auto` if th
 
 _runtime: CodexRuntime | None = None
 _runtime_lock = threading.Lock()
+_orphans_checked = False
+
+
+def reap_orphans_once() -> list[int]:
+    """Once per process: reap app-server trees left behind by a Hermes process that died."""
+    global _orphans_checked
+    with _runtime_lock:
+        if _orphans_checked:
+            return []
+        _orphans_checked = True
+    from hermes_codex_runtime.hermes.host import registry_path
+    from hermes_codex_runtime.wire.registry import ProcessRegistry
+
+    try:
+        return ProcessRegistry(registry_path()).reap_orphans()
+    except Exception:
+        log.warning("codex-runtime: checking for orphaned codex processes failed",
+                    exc_info=True)
+        return []
 
 
 def shared_runtime() -> CodexRuntime:
@@ -150,6 +169,7 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
     from hermes_codex_runtime.hermes.seams import wire_agent_class
 
     wire_agent_class(type(agent))
+    reap_orphans_once()
     runtime = shared_runtime()
     state = TurnState(messages=messages, user_message=user_message,
                       original_user_message=original_user_message,

@@ -118,6 +118,7 @@ class SpawnOptions:
     client_version: str = "0"
     client_title: str = "Hermes Agent (codex runtime)"
     opt_out_notifications: Sequence[str] = field(default_factory=tuple)
+    registry_path: str | None = None  # record the process for orphan reaping (see registry)
 
 
 class _Waiter:
@@ -156,6 +157,7 @@ class AppServerConnection:
         self.dropped_deltas = 0
         self._transport_error: str | None = None
         self._closed = False
+        self._registry: Any = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._diagnostics: collections.deque[str] = collections.deque(maxlen=DIAGNOSTIC_LINES)
         self._reader = threading.Thread(
@@ -203,6 +205,15 @@ class AppServerConnection:
                 "Check `model.codex_bin` / $CODEX_BIN, or reinstall codex.",
             ) from exc
         conn = cls(process, binary=binary)
+        if opts.registry_path:
+            from hermes_codex_runtime.wire.registry import ProcessRegistry
+
+            conn._registry = ProcessRegistry(opts.registry_path)
+            try:
+                conn._registry.register(process.pid)
+            except OSError:
+                log.warning("could not record codex pid %s in %s", process.pid,
+                            opts.registry_path, exc_info=True)
         try:
             conn.initialize(
                 timeout=opts.initialize_timeout,
@@ -525,6 +536,9 @@ class AppServerConnection:
             survivors = reap(first, timeout=grace)
             if survivors:
                 log.warning("codex app-server descendants survived SIGKILL: %s", survivors)
+            if self._registry is not None and self._proc.returncode is not None:
+                with contextlib.suppress(OSError):
+                    self._registry.unregister(self._proc.pid)
             for thread in (self._reader, self._stderr_reader):
                 if thread is not threading.current_thread():
                     thread.join(timeout=grace)

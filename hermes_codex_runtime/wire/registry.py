@@ -1,0 +1,147 @@
+"""A registry of the app-server processes this host spawned, to reap them after the host dies.
+
+codex normally exits when its stdin closes — but a wedged codex, or MCP servers it started in
+their own sessions, can outlive a host that was killed with SIGKILL. Every spawned app-server is
+recorded (PID, create time, command line, and the owning host's PID + create time) in one JSON
+file; on the next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
+Identities are re-checked (PID + create time + command line) before any signal, so a recycled PID
+is never signalled. Writes are atomic and serialised across processes with ``flock``; a corrupt
+file reads as empty (with a warning).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants
+
+log = logging.getLogger(__name__)
+
+
+def _identity(pid: int) -> tuple[float, list[str]] | None:
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.create_time(), proc.cmdline()
+    except psutil.Error:
+        return None
+
+
+class ProcessRegistry:
+    """``path`` holds ``{"processes": {pid: {...}}}``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_suffix(self.path.suffix + ".lock")
+        with open(lock_path, "a+") as lock:
+            os.chmod(lock_path, 0o600)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                data = self._read()
+                before = json.dumps(data, sort_keys=True)
+                yield data
+                if json.dumps(data, sort_keys=True) != before:
+                    self._write(data)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {"processes": {}}
+        except (OSError, ValueError):
+            log.warning("the codex process registry %s is unreadable; starting it afresh",
+                        self.path)
+            return {"processes": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("processes"), dict):
+            return {"processes": {}}
+        return data
+
+    def _write(self, data: dict[str, Any]) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".registry-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                os.fchmod(fh.fileno(), 0o600)
+                json.dump(data, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def register(self, pid: int) -> None:
+        """Record ``pid`` (an app-server this process just spawned)."""
+        identity = _identity(pid)
+        owner = _identity(os.getpid())
+        if identity is None or owner is None:
+            return
+        with self._locked() as data:
+            data["processes"][str(pid)] = {
+                "create_time": identity[0], "cmdline": identity[1],
+                "owner_pid": os.getpid(), "owner_create_time": owner[0]}
+
+    def unregister(self, pid: int) -> None:
+        """Forget ``pid`` (it was closed properly)."""
+        with self._locked() as data:
+            data["processes"].pop(str(pid), None)
+
+    def entries(self) -> dict[str, Any]:
+        """What is recorded."""
+        return dict(self._read()["processes"])
+
+    def reap_orphans(self) -> list[int]:
+        """Kill the recorded app-server trees whose owner is gone; returns the PIDs reaped.
+        Entries whose process is gone (or was replaced by another one) are dropped."""
+        reaped: list[int] = []
+        with self._locked() as data:
+            for key, entry in list(data["processes"].items()):
+                try:
+                    pid = int(key)
+                    created = float(entry["create_time"])
+                    owner_pid = int(entry["owner_pid"])
+                    owner_created = float(entry["owner_create_time"])
+                    cmdline = list(entry.get("cmdline") or [])
+                except (KeyError, TypeError, ValueError):
+                    data["processes"].pop(key, None)
+                    continue
+                owner = _identity(owner_pid)
+                if owner is not None and abs(owner[0] - owner_created) < 0.01:
+                    continue  # its host is alive: not an orphan
+                current = _identity(pid)
+                if current is None or abs(current[0] - created) >= 0.01 or (
+                        cmdline and current[1] != cmdline):
+                    data["processes"].pop(key, None)  # gone, or the PID was recycled
+                    continue
+                try:
+                    root = psutil.Process(pid)
+                except psutil.Error:
+                    data["processes"].pop(key, None)
+                    continue
+                tree = [root, *snapshot_descendants(pid)]
+                survivors = reap(tree, timeout=2.0)
+                if survivors:
+                    log.warning("orphaned codex processes survived SIGKILL: %s", survivors)
+                else:
+                    data["processes"].pop(key, None)
+                reaped.append(pid)
+                log.warning("reaped an orphaned codex app-server (pid %s) left by a host that "
+                            "died (pid %s)", pid, owner_pid)
+        return reaped

@@ -1,0 +1,212 @@
+"""Faults, load and state: the host killed -9, concurrent sessions, a soak, corrupt stores."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import statistics
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hermes_codex_runtime.bindings import ThreadBindings
+from hermes_codex_runtime.protocol import Decision
+from hermes_codex_runtime.session import CodexSession, SessionSettings
+from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.wire.registry import ProcessRegistry
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOST = textwrap.dedent("""
+    import sys, time
+    from hermes_codex_runtime.session import CodexSession, SessionSettings
+    codex_bin, registry, ready = sys.argv[1:4]
+    session = CodexSession(SessionSettings(codex_bin=codex_bin, cwd="/", registry_path=registry))
+    open(ready, "w").write(session.ensure_started())
+    session.run_turn("start the long job")   # the fake hangs: the host is killed mid-turn
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_a_host_killed_mid_turn_leaves_no_orphans_after_the_next_start(fake_codex, tmp_path):
+    fake_codex.set_scenario({"ignore_eof": True,  # a wedged codex that outlives its host
+                             "turns": [[{"grandchild": True}, {"hang": True}]]})
+    registry_file = tmp_path / "processes.json"
+    ready = tmp_path / "ready"
+    host = subprocess.Popen([sys.executable, "-c", HOST, fake_codex.path, str(registry_file),
+                             str(ready)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (ready.exists() and fake_codex.grandchildren()):
+            assert time.monotonic() < deadline, "the host never started its turn"
+            time.sleep(0.05)
+        [codex_pid] = [int(pid) for pid in ProcessRegistry(registry_file).entries()]
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(timeout=10)
+        time.sleep(0.3)
+        assert _alive(codex_pid), "the scenario needs a codex that survives its host"
+        assert fake_codex.live_grandchildren()
+        thread_id = ready.read_text()
+
+        reaped = ProcessRegistry(registry_file).reap_orphans()  # the next start
+        assert reaped == [codex_pid]
+        assert not _alive(codex_pid)
+        assert fake_codex.live_grandchildren() == []  # zero orphans
+        assert ProcessRegistry(registry_file).entries() == {}
+        # ... and the next session picks the conversation up again.
+        fake_codex.set_scenario({"turns": [[{"message": "back"}]]})
+        session = CodexSession(SessionSettings(codex_bin=fake_codex.path, cwd="/"),
+                               stored_thread_id=thread_id)
+        try:
+            turn = session.run_turn("are you back?")
+            assert turn.ok and turn.thread_origin == "resumed" and turn.final_text == "back"
+        finally:
+            session.close()
+    finally:
+        if host.poll() is None:
+            host.kill()
+        fake_codex.kill_leftovers()
+
+
+def test_a_recycled_pid_is_never_signalled(tmp_path):
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        registry = ProcessRegistry(tmp_path / "processes.json")
+        with registry._locked() as data:  # an entry whose PID now belongs to someone else
+            data["processes"][str(bystander.pid)] = {
+                "create_time": psutil.Process(bystander.pid).create_time() - 1000,
+                "cmdline": ["codex", "app-server"], "owner_pid": 999_999_999,
+                "owner_create_time": 1.0}
+        assert registry.reap_orphans() == []
+        assert bystander.poll() is None
+        assert registry.entries() == {}
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_stores_are_private_atomic_and_survive_corruption(tmp_path, caplog):
+    bindings = ThreadBindings(tmp_path / "threads.json")
+    bindings.set("session-1", "thread-1")
+    assert stat.S_IMODE((tmp_path / "threads.json").stat().st_mode) == 0o600
+    assert bindings.get("session-1") == "thread-1"
+    (tmp_path / "threads.json").write_text("{not json")
+    with caplog.at_level("WARNING"):
+        assert bindings.get("session-1") is None
+    assert "corrupt" in caplog.text
+    bindings.set("session-2", "thread-2")  # a corrupt store is replaced, not fatal
+    assert bindings.get("session-2") == "thread-2"
+    registry = ProcessRegistry(tmp_path / "processes.json")
+    (tmp_path / "processes.json").write_text("[]")
+    assert registry.entries() == {}
+    assert registry.reap_orphans() == []
+
+
+def _echo_model(body):
+    """A model that answers every session with its own words (so cross-talk is visible) and
+    runs a command when asked to."""
+    last = body.get("input", [])[-1] if body.get("input") else {}
+    if last.get("type") == "function_call_output":
+        lines = [line for line in str(last.get("output")).splitlines() if line.strip()]
+        return mp.text(f"ran: {lines[-1] if lines else ''}")
+    text = ""
+    for part in last.get("content") or []:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            text = part["text"]
+    if text.startswith("run "):
+        return mp.exec_command(f"echo {text[4:]}", escalated=True)
+    return mp.text(f"echo: {text}")
+
+
+def test_eight_concurrent_sessions_of_ten_turns_without_cross_talk(codex_binary, codex_home,
+                                                                    mock_provider, tmp_path):
+    mock_provider.set_default(_echo_model)
+    sessions = [CodexSession(SessionSettings(codex_bin=codex_binary.path,
+                                             codex_home=str(codex_home), cwd=str(tmp_path)),
+                             approve=lambda request: Decision.ACCEPT) for _ in range(8)]
+    times: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    victim_failed = threading.Event()
+
+    def chat(index: int) -> None:
+        session = sessions[index]
+        for turn_no in range(10):
+            marker = f"s{index}t{turn_no}"
+            text = f"run {marker}" if turn_no % 3 == 2 else f"hello {marker}"
+            if index == 7 and turn_no == 5:  # kill this session's codex mid-load
+                os.kill(session.connection.pid, signal.SIGKILL)
+            started = time.monotonic()
+            turn = session.run_turn(text)
+            elapsed = time.monotonic() - started
+            if index == 7 and turn_no == 5:
+                if turn.ok:
+                    failures.append("the killed session's turn did not fail")
+                else:
+                    victim_failed.set()
+                continue
+            expected = f"ran: {marker}" if text.startswith("run") else f"echo: {text}"
+            with lock:
+                times.append(elapsed)
+                if not turn.ok or not turn.final_text.startswith(expected):
+                    failures.append(f"{marker}: {turn.final_text!r} {turn.error}")
+
+    workers = [threading.Thread(target=chat, args=(i,)) for i in range(8)]
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=240)
+        assert not any(worker.is_alive() for worker in workers)
+        rss = sum(psutil.Process(s.connection.pid).memory_info().rss for s in sessions
+                  if s.connection is not None and s.connection.is_alive())
+    finally:
+        for session in sessions:
+            session.close()
+    assert failures == []
+    assert victim_failed.is_set()  # only that session's turn failed; its next turn respawned
+    assert len(times) == 79
+    times.sort()
+    print(f"\nload: 79 turns, p50 {1000 * statistics.median(times):.0f} ms, "
+          f"p95 {1000 * times[int(0.95 * len(times))]:.0f} ms, codex RSS {rss / 2**20:.0f} MiB")
+
+
+@pytest.mark.parametrize("turns", [int(os.environ.get("HCR_SOAK_TURNS", "120"))])
+def test_a_soak_keeps_memory_threads_and_descriptors_flat(codex_binary, codex_home,
+                                                          mock_provider, tmp_path, turns):
+    me = psutil.Process()
+    session = CodexSession(SessionSettings(codex_bin=codex_binary.path,
+                                           codex_home=str(codex_home), cwd=str(tmp_path)),
+                           approve=lambda request: Decision.ACCEPT)
+    samples: list[tuple[int, float]] = []
+    try:
+        for turn_no in range(turns):
+            assert session.run_turn(f"turn {turn_no}").ok
+            mock_provider.clear()  # the mock records every (growing) request body: not ours
+            if turn_no == 10:
+                threads, fds = me.num_threads(), me.num_fds()
+            if turn_no >= 10 and turn_no % 10 == 0:
+                samples.append((turn_no, me.memory_info().rss / 2**20))
+        assert me.num_threads() <= threads and me.num_fds() <= fds
+    finally:
+        session.close()
+    xs = [x for x, _ in samples]
+    ys = [y for _, y in samples]
+    slope = statistics.linear_regression(xs, ys).slope if len(samples) > 2 else 0.0
+    print(f"\nsoak: {turns} turns, client RSS {ys[0]:.1f} -> {ys[-1]:.1f} MiB, "
+          f"slope {1024 * slope:.1f} KiB/turn")
+    assert slope * 1024 < 64  # flat: under 64 KiB per turn
