@@ -82,7 +82,8 @@ def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -
         provider.enqueue(mp.text("ok"), mp.exec_command("echo approved", escalated=True),
                          mp.text("done"))
     elif scenario == "flood":
-        fake.set_scenario({"turns": [[{"flood": FLOOD, "flood_delta": "tok "}]]})
+        fake.set_scenario({"turns": [[{"message": "warm"}],
+                                     [{"flood": FLOOD, "flood_delta": "tok "}]]})
     elif scenario == "close":
         fake.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
 

@@ -81,6 +81,7 @@ def capture_scope(agent: Any) -> ApprovalScope:
     platform = str(getattr(agent, "platform", "") or "")
     import os
 
+    approvals_section()  # read config.yaml now, not while codex waits for an answer
     cron = platform == "cron" or bool(os.environ.get("HERMES_CRON_SESSION"))
     if not session_key:
         session_key = str(getattr(agent, "session_id", "") or "")
