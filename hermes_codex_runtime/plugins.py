@@ -33,6 +33,8 @@ LOAD_PLUGINS_ENV = "CODEX_RUNTIME_LOAD_PLUGINS"
 def _third_party() -> list[tuple[str, Any]]:
     selection = os.environ.get(LOAD_PLUGINS_ENV)
     wanted = None if selection is None else {n.strip() for n in selection.split(",") if n.strip()}
+    if wanted is not None and not wanted:
+        return []  # none wanted: skip the (slow) scan of every installed distribution
     loaded = []
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if wanted is not None and entry.name not in wanted:

@@ -198,6 +198,7 @@ def test_installed_but_not_enabled_leaves_hermes_untouched(tmp_path):
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["agent.codex_runtime", "False", "False"]
+    assert "hermes_codex_runtime" not in proc.stderr
 
 
 def test_status_shows_the_thread_of_each_session(home, mock_provider):

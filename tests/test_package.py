@@ -107,7 +107,7 @@ class _RuntimeRegistryHost:
 
 def test_a_host_runtime_registry_is_used_when_offered():
     from hermes_codex_runtime.hermes import seams
-    from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn
+    from hermes_codex_runtime.hermes.seams import run_codex_app_server_turn
 
     host = _RuntimeRegistryHost()
     assert seams._install_turn(host) is True

@@ -255,3 +255,55 @@ def test_a_resume_answered_with_another_thread_starts_fresh_and_seeded(fake_runt
     assert "earlier answer" in start["params"]["developerInstructions"]
     assert fake_codex.requests("thread/resume")[0]["params"]["threadId"] == "stored-thread-id"
     fake_codex.assert_wire_clean()
+
+
+def test_a_silent_thread_start_is_bounded(fake_codex, tmp_path):
+    fake_codex.set_scenario({"thread_start": "hang"})
+    settings = SessionSettings(codex_bin=fake_codex.path, cwd=str(tmp_path), request_timeout=1.0)
+    runtime = CodexRuntime(make_plugin_manager([RecordingHost(settings)]))
+    started = time.monotonic()
+    turn = runtime.run_turn(Agent(), "go")
+    runtime.close_all()
+    assert time.monotonic() - started < 5
+    assert turn.failure is not None and turn.failure.kind is FailureKind.TRANSPORT
+    assert turn.should_retire
+
+
+def test_an_interrupt_codex_never_answers_is_bounded(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"interrupt": "hang", "turns": [[{"message": "busy"},
+                                                                   {"hang": True}]]})
+    agent = Agent()
+    threading.Timer(0.3, lambda: runtime.interrupt(agent)).start()
+    started = time.monotonic()
+    turn = runtime.run_turn(agent, "go")
+    assert time.monotonic() - started < 10  # control_timeout 2 s, then the grace period
+    assert turn.interrupted and turn.should_retire
+    fake_codex.assert_wire_clean()
+
+
+def test_codex_killed_while_an_approval_is_pending(fake_runtime, fake_codex):
+    import os
+    import signal
+
+    asked = threading.Event()
+
+    def slow_person(request):
+        asked.set()
+        request.cancelled.wait(10)
+        return "accept"
+
+    runtime, host = fake_runtime({"turns": [[{"command": "deploy", "approval": True}]]},
+                                 decide=slow_person)
+    agent = Agent()
+
+    def kill_codex():
+        asked.wait(10)
+        os.kill(runtime.session_for(agent).connection.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_codex).start()
+    started = time.monotonic()
+    turn = runtime.run_turn(agent, "deploy it")
+    assert time.monotonic() - started < 5
+    assert turn.failure is not None and turn.failure.kind is FailureKind.TRANSPORT
+    [request] = host.approvals
+    assert request.cancelled.is_set()  # the person's prompt is dropped

@@ -46,9 +46,15 @@ def install(ctx: Any) -> dict[str, bool]:
     return dict(INSTALLED)
 
 
-def _install_turn(ctx: Any) -> bool:
-    from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn
+def run_codex_app_server_turn(agent: Any, **kwargs: Any) -> Any:
+    """The seam Hermes calls for every codex turn. The runtime behind it (session, wire,
+    pluggy) is imported on the first turn, not while Hermes starts up."""
+    from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn as run
 
+    return run(agent, **kwargs)
+
+
+def _install_turn(ctx: Any) -> bool:
     register_runtime = getattr(ctx, "register_agent_runtime", None)
     if callable(register_runtime):
         try:
