@@ -11,7 +11,7 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup tools demo test lint bench clean
+.PHONY: setup tools demo test lint bench soak clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
@@ -41,6 +41,10 @@ test: lint
 
 bench: setup
 	$(PY) bench/run.py
+
+# The full soak (CI runs 120 turns): one session, 500 turns, memory slope reported.
+soak: setup
+	HCR_SOAK_TURNS=500 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_reliability.py -k soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -8,15 +8,15 @@ never an exception. Entries are capped (oldest dropped) so the file cannot grow 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from hermes_codex_runtime.wire.files import atomic_write_json
 
 log = logging.getLogger(__name__)
 MAX_ENTRIES = 5_000
@@ -77,16 +77,4 @@ class ThreadBindings:
                 self._write({"version": 1, "bindings": bindings})
 
     def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".bindings-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                os.fchmod(fh.fileno(), 0o600)
-                json.dump(data, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_json(self.path, data)

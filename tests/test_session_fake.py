@@ -307,3 +307,42 @@ def test_codex_killed_while_an_approval_is_pending(fake_runtime, fake_codex):
     assert turn.failure is not None and turn.failure.kind is FailureKind.TRANSPORT
     [request] = host.approvals
     assert request.cancelled.is_set()  # the person's prompt is dropped
+
+
+def test_codex_killed_during_compaction_ends_it_at_once(fake_runtime, fake_codex):
+    import os
+    import signal
+
+    runtime, host = fake_runtime({"turns": [[{"message": "history"}]],
+                                  "compaction_turn": [{"sleep": 0.2}, {"hang": True}]})
+    agent = Agent()
+    runtime.run_turn(agent, "make history")
+    threading.Timer(0.6, lambda: os.kill(runtime.session_for(agent).connection.pid,
+                                         signal.SIGKILL)).start()
+    started = time.monotonic()
+    result = runtime.compact(agent)
+    assert time.monotonic() - started < 5
+    assert result.failure is not None and result.failure.kind is FailureKind.TRANSPORT
+    assert not result.compacted
+
+
+def test_a_duplicated_turn_completed_does_not_leak_into_the_next_turn(fake_runtime, fake_codex):
+    runtime, host = fake_runtime({"turns": [[{"message": "first"}, {"complete_twice": True}],
+                                            [{"message": "second"}]]})
+    agent = Agent()
+    assert runtime.run_turn(agent, "one").final_text == "first"
+    second = runtime.run_turn(agent, "two")
+    assert second.ok and second.final_text == "second"
+    fake_codex.assert_wire_clean()
+
+
+def test_a_stderr_flood_of_hundreds_of_megabytes_keeps_memory_bounded(fake_runtime, fake_codex):
+    import psutil
+
+    runtime, host = fake_runtime({"turns": [[{"stderr_flood_mb": 300}, {"message": "done"}]]})
+    before = psutil.Process().memory_info().rss
+    turn = runtime.run_turn(Agent(), "log a lot")
+    grown = (psutil.Process().memory_info().rss - before) / 2**20
+    print(f"\nstderr flood: 300 MiB, client RSS grew {grown:.1f} MiB")
+    assert turn.ok and turn.final_text == "done"
+    assert grown < 50, f"client memory grew by {grown:.0f} MiB on a 300 MiB stderr flood"

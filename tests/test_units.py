@@ -211,3 +211,24 @@ def test_the_host_answers_before_ordinary_plugins_and_tryfirst_policies_before_t
 def test_without_any_host_approvals_fail_closed():
     pm = make_plugin_manager(load_entry_points=False)
     assert pm.hook.codex_approval(agent=None, request="x") is Decision.DECLINE
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "tool",
+                                                    "developer", "x"])},
+                          optional={"content": st.one_of(st.text(max_size=300), st.none(),
+                                                         st.lists(st.fixed_dictionaries(
+                                                             {"type": st.just("text"),
+                                                              "text": st.text(max_size=50)}))),
+                                    "tool_calls": st.lists(st.fixed_dictionaries(
+                                        {"function": st.fixed_dictionaries(
+                                            {"name": st.text(max_size=10)})}), max_size=2)}),
+    st.integers(), st.none(), st.text(max_size=5)), max_size=60),
+    st.integers(min_value=200, max_value=5000))
+def test_any_transcript_renders_a_bounded_seed_without_the_new_message(messages, cap):
+    seed = render_history_seed(messages, max_chars=cap)
+    if seed is None:
+        return
+    assert len(seed) <= max(cap, len(HEADER) + len(OMITTED) + 8)
+    assert seed.startswith(HEADER)

@@ -507,6 +507,16 @@ class FakeAppServer:
                                              error={"message": e.get("message", "error"),
                                                     "codexErrorInfo": e.get("info"),
                                                     "additionalDetails": e.get("details")}))
+        if "complete_twice" in step:
+            self._complete(thread_id, turn_id, "completed")
+            self._complete(thread_id, turn_id, "completed")  # a duplicated turn/completed
+            return "ended"
+        if "stderr_flood_mb" in step:
+            line = ("W" * 1023 + "\n").encode()
+            chunk = line * 1024  # 1 MiB
+            for _ in range(int(step["stderr_flood_mb"])):
+                sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
         if "fail" in step:
             f = step["fail"]
             self._complete(thread_id, turn_id, "failed", {

@@ -16,13 +16,13 @@ import fcntl
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from hermes_codex_runtime.wire.files import atomic_write_json
 from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants
 
 log = logging.getLogger(__name__)
@@ -74,18 +74,7 @@ class ProcessRegistry:
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".registry-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                os.fchmod(fh.fileno(), 0o600)
-                json.dump(data, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_json(self.path, data)
 
     def register(self, pid: int) -> None:
         """Record ``pid`` (an app-server this process just spawned)."""
