@@ -313,7 +313,7 @@ def test_codex_killed_during_compaction_ends_it_at_once(fake_runtime, fake_codex
     import os
     import signal
 
-    runtime, host = fake_runtime({"turns": [[{"message": "history"}]],
+    runtime, _host = fake_runtime({"turns": [[{"message": "history"}]],
                                   "compaction_turn": [{"sleep": 0.2}, {"hang": True}]})
     agent = Agent()
     runtime.run_turn(agent, "make history")
@@ -327,7 +327,7 @@ def test_codex_killed_during_compaction_ends_it_at_once(fake_runtime, fake_codex
 
 
 def test_a_duplicated_turn_completed_does_not_leak_into_the_next_turn(fake_runtime, fake_codex):
-    runtime, host = fake_runtime({"turns": [[{"message": "first"}, {"complete_twice": True}],
+    runtime, _host = fake_runtime({"turns": [[{"message": "first"}, {"complete_twice": True}],
                                             [{"message": "second"}]]})
     agent = Agent()
     assert runtime.run_turn(agent, "one").final_text == "first"
@@ -339,7 +339,7 @@ def test_a_duplicated_turn_completed_does_not_leak_into_the_next_turn(fake_runti
 def test_a_stderr_flood_of_hundreds_of_megabytes_keeps_memory_bounded(fake_runtime, fake_codex):
     import psutil
 
-    runtime, host = fake_runtime({"turns": [[{"stderr_flood_mb": 300}, {"message": "done"}]]})
+    runtime, _host = fake_runtime({"turns": [[{"stderr_flood_mb": 300}, {"message": "done"}]]})
     before = psutil.Process().memory_info().rss
     turn = runtime.run_turn(Agent(), "log a lot")
     grown = (psutil.Process().memory_info().rss - before) / 2**20

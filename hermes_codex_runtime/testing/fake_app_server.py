@@ -512,8 +512,8 @@ class FakeAppServer:
             self._complete(thread_id, turn_id, "completed")  # a duplicated turn/completed
             return "ended"
         if "stderr_flood_mb" in step:
-            line = ("W" * 1023 + "\n").encode()
-            chunk = line * 1024  # 1 MiB
+            flood_line = ("W" * 1023 + "\n").encode()
+            chunk = flood_line * 1024  # 1 MiB
             for _ in range(int(step["stderr_flood_mb"])):
                 sys.stderr.buffer.write(chunk)
             sys.stderr.buffer.flush()
