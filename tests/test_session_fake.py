@@ -346,3 +346,29 @@ def test_a_stderr_flood_of_hundreds_of_megabytes_keeps_memory_bounded(fake_runti
     print(f"\nstderr flood: 300 MiB, client RSS grew {grown:.1f} MiB")
     assert turn.ok and turn.final_text == "done"
     assert grown < 50, f"client memory grew by {grown:.0f} MiB on a 300 MiB stderr flood"
+
+
+def test_the_binary_removed_between_two_turns_is_a_setup_failure(fake_codex, tmp_path):
+    import os
+    import shutil
+    import signal
+
+    fake_codex.set_scenario({"turns": [[{"message": "first"}]]})
+    binary = tmp_path / "bin" / "codex"
+    binary.parent.mkdir()
+    shutil.copy(fake_codex.path, binary)
+    settings = SessionSettings(codex_bin=str(binary), cwd=str(tmp_path))
+    host = RecordingHost(settings)
+    runtime = CodexRuntime(make_plugin_manager([host]))
+    agent = Agent()
+    try:
+        assert runtime.run_turn(agent, "one").final_text == "first"
+        binary.unlink()  # an upgrade removed it, or a cleanup ran
+        os.kill(runtime.session_for(agent).connection.pid, signal.SIGKILL)
+        second = runtime.run_turn(agent, "two")  # the dead process is noticed and retired
+        third = runtime.run_turn(agent, "three")  # respawning finds no binary
+    finally:
+        runtime.close_all()
+    assert second.failure is not None and second.failure.kind is FailureKind.TRANSPORT
+    assert third.failure is not None and third.failure.kind is FailureKind.SETUP
+    assert "does not exist" in third.error and "model.codex_bin" in third.error

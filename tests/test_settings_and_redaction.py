@@ -1,0 +1,63 @@
+"""Bad values for every config key the plugin reads get one clear message naming the key, and
+every secret shape is redacted before anyone sees it."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_codex_runtime.hermes.settings import SettingError, plugin_settings, runtime_requested
+from hermes_codex_runtime.wire.redact import redact
+
+
+@pytest.mark.parametrize(("model", "key"), [
+    ({"codex_bin": 42}, "model.codex_bin"),
+    ({"codex_bin": "   "}, "model.codex_bin"),
+    ({"codex_home": ["/a"]}, "model.codex_home"),
+    ({"codex_turn_timeout": -5}, "model.codex_turn_timeout"),
+    ({"codex_turn_timeout": "soon"}, "model.codex_turn_timeout"),
+    ({"codex_turn_timeout": True}, "model.codex_turn_timeout"),
+    ({"codex_sandbox": "yolo"}, "model.codex_sandbox"),
+    ({"codex_model": ""}, "model.codex_model"),
+    ({"codex_model_provider": 3}, "model.codex_model_provider"),
+])
+def test_each_bad_value_names_its_key(model, key):
+    with pytest.raises(SettingError, match=key.replace(".", r"\.")):
+        plugin_settings({"model": model})
+
+
+@pytest.mark.parametrize("value", [5, ["codex_app_server"], {"a": 1}])
+def test_a_malformed_openai_runtime_names_the_key(value):
+    with pytest.raises(SettingError, match="model.openai_runtime"):
+        runtime_requested({"openai_runtime": value})
+
+
+def test_good_values_are_accepted(tmp_path):
+    settings = plugin_settings({"model": {"codex_bin": "~/bin/codex", "codex_home": str(tmp_path),
+                                          "codex_turn_timeout": 30, "codex_sandbox": "read-only",
+                                          "codex_model": "gpt-5.5"}})
+    assert settings.codex_bin.endswith("/bin/codex") and not settings.codex_bin.startswith("~")
+    assert settings.turn_timeout == 30.0 and settings.codex_model == "gpt-5.5"
+    assert runtime_requested({"openai_runtime": "codex-app-server"})
+    assert not runtime_requested({"openai_runtime": "auto", "api_mode": False})
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwx"),
+    ("using key sk-proj-AbCdEf0123456789xyz", "sk-proj-AbCdEf0123456789xyz"),
+    ("OPENAI_API_KEY=sk-live-0123456789abcdef", "sk-live-0123456789abcdef"),
+    ("cloning https://bob:hunter2secret@git.example.com/repo", "hunter2secret"),
+    ('{"refresh_token": "rt_0123456789abcdef"}', "rt_0123456789abcdef"),
+    ("token ghp_0123456789abcdefghijklmnopqrstuv", "ghp_0123456789abcdefghijklmnopqrstuv"),
+    ("slack xoxb-0123456789-abcdefghij", "xoxb-0123456789-abcdefghij"),
+    ("aws AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNOP"),
+    ("jwt eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f", "SflKxwRJSMeKKF2QT4f"),
+    ("password: correct-horse-battery", "correct-horse-battery"),
+])
+def test_secrets_are_redacted(text, secret):
+    shown = redact(text)
+    assert secret not in shown and "[REDACTED]" in shown
+
+
+def test_ordinary_text_is_left_alone():
+    text = "ERROR codex_core: 401 Unauthorized while fetching https://example.com/v1/models"
+    assert redact(text) == text
