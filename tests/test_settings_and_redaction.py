@@ -27,7 +27,7 @@ def test_each_bad_value_names_its_key(model, key):
 
 @pytest.mark.parametrize("value", [5, ["codex_app_server"], {"a": 1}])
 def test_a_malformed_openai_runtime_names_the_key(value):
-    with pytest.raises(SettingError, match="model.openai_runtime"):
+    with pytest.raises(SettingError, match=r"model\.openai_runtime"):
         runtime_requested({"openai_runtime": value})
 
 
