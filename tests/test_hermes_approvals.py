@@ -116,3 +116,28 @@ def test_user_deny_rules_win_even_with_approvals_off(hermes):
     hermes.configure(approvals={"mode": "off", "deny": ["*echo forbidden*"]})
     _, output = run_command_turn(hermes, hermes.agent(), command="echo forbidden-thing")
     assert "declined" in output and "forbidden-thing\n" not in output
+
+
+def test_a_gateway_session_without_an_approval_channel_declines(hermes, monkeypatch):
+    hermes.configure(approvals={"mode": "manual"})
+    monkeypatch.setenv("HERMES_GATEWAY_SESSION", "1")  # a gateway context, no channel registered
+    _, output = run_command_turn(hermes, hermes.agent(platform="telegram"))
+    assert "declined" in output
+
+
+def test_a_gateway_prompt_nobody_answers_times_out_to_a_decline(hermes, monkeypatch):
+    import tools.approval as approval
+
+    hermes.configure(approvals={"mode": "manual", "timeout": 1})
+    monkeypatch.setenv("HERMES_GATEWAY_SESSION", "1")
+    agent = hermes.agent(platform="telegram")
+    notified = []
+    token = approval.set_current_session_key(agent.session_id)
+    approval.register_gateway_notify(agent.session_id, notified.append)
+    try:
+        _, output = run_command_turn(hermes, agent)
+    finally:
+        approval.unregister_gateway_notify(agent.session_id)
+        approval.reset_current_session_key(token)
+    assert notified and "echo approved-output" in notified[0]["command"]  # it was asked
+    assert "declined" in output  # ...and nobody answered within approvals.timeout
