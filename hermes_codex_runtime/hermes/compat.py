@@ -202,6 +202,28 @@ SYMBOLS: tuple[HostSymbol, ...] = (
     HostSymbol(
         "run_agent", "AIAgent()._interrupt_requested", "a stop before the turn starts", True
     ),
+    HostSymbol(
+        "hermes_cli.commands",
+        "resolve_command",
+        "registering /codex-runtime only where Hermes has none",
+        True,
+    ),
+    HostSymbol(
+        "hermes_cli.config", "save_config", "/codex-runtime on hosts without a built-in one", True
+    ),
+    HostSymbol(
+        "hermes_cli.fallback_config",
+        "get_fallback_chain",
+        "the demo builds its agent as the CLI does",
+        False,
+    ),
+    HostSymbol("hermes_state", "SessionDB", "the demo's session database", False),
+    HostSymbol(
+        "hermes_cli.plugins", "get_plugin_commands", "tests: /codex-status is registered", False
+    ),
+    HostSymbol(
+        "tools.approval", "register_gateway_notify", "tests: a gateway approval channel", False
+    ),
 )
 
 
