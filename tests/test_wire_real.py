@@ -237,7 +237,7 @@ def test_close_reaps_descendants_in_their_own_session(app_server, mock_provider,
     # `setsid -w` stays the parent of a sleep that lives in a new session: the shape of an
     # MCP server that setsid'd away from codex's process group.
     mock_provider.enqueue(mp.tool_call("exec_command", {
-        "cmd": "setsid -w sleep 300", "yield_time_ms": 500,
+        "cmd": "setsid -w sleep 300", "yield_time_ms": 500, "login": False,
         "sandbox_permissions": "require_escalated", "justification": "test"}), mp.text("ok"))
     conn = app_server()
     thread_id = start_thread(conn, tmp_path)

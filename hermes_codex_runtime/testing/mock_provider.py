@@ -89,10 +89,13 @@ def _call_id(given: str | None) -> str:
 
 def exec_command(cmd: str, *, escalated: bool = False,
                  justification: str = "The user asked for it.", call_id: str | None = None,
-                 workdir: str | None = None, usage: Usage | None = None) -> Reply:
+                 workdir: str | None = None, usage: Usage | None = None,
+                 login: bool = False) -> Reply:
     """A call of codex's shell tool ``exec_command``. ``escalated`` asks to run outside the
-    sandbox, which makes codex request approval under ``on-request``."""
-    arguments: JsonObject = {"cmd": cmd}
+    sandbox, which makes codex request approval under ``on-request``. ``login`` defaults to
+    False: a login shell runs the machine's profile (pyenv's rehash takes a lock file that a
+    killed command can leave behind, stalling every later login shell for a minute)."""
+    arguments: JsonObject = {"cmd": cmd, "login": login}
     if workdir:
         arguments["workdir"] = workdir
     if escalated:
