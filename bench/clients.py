@@ -178,6 +178,51 @@ class SdkClient:
 # ---------------------------------------------------------------------------------------- ours
 
 
+def time_our_approvals(delays: list[float]) -> None:
+    """Patch AppServerConnection: the approval delay is request line read → reply written."""
+    from hermes_codex_runtime.wire import AppServerConnection
+
+    read_at: dict[Any, float] = {}
+    dispatch, respond = AppServerConnection._dispatch_line, AppServerConnection.respond
+
+    def timed_dispatch(conn: Any, line: bytes) -> None:
+        if b"requestApproval" in line:
+            read_at[json.loads(line)["id"]] = time.perf_counter()
+        dispatch(conn, line)
+
+    def timed_respond(conn: Any, request_id: Any, result: dict[str, Any]) -> None:
+        respond(conn, request_id, result)
+        started = read_at.pop(request_id, None)
+        if started is not None:
+            delays.append(time.perf_counter() - started)
+
+    AppServerConnection._dispatch_line = timed_dispatch  # type: ignore[method-assign]
+    AppServerConnection.respond = timed_respond  # type: ignore[method-assign]
+
+
+def time_hermes_approvals(delays: list[float]) -> None:
+    """Patch Hermes' CodexAppServerClient: request parsed → reply written."""
+    from agent.transports import codex_app_server as transport
+
+    read_at: dict[Any, float] = {}
+    dispatch = transport.CodexAppServerClient._dispatch
+    respond = transport.CodexAppServerClient.respond
+
+    def timed_dispatch(client: Any, msg: dict[str, Any]) -> None:
+        if "method" in msg and "id" in msg:
+            read_at[msg["id"]] = time.perf_counter()
+        dispatch(client, msg)
+
+    def timed_respond(client: Any, request_id: Any, result: dict[str, Any]) -> None:
+        respond(client, request_id, result)
+        started = read_at.pop(request_id, None)
+        if started is not None:
+            delays.append(time.perf_counter() - started)
+
+    transport.CodexAppServerClient._dispatch = timed_dispatch
+    transport.CodexAppServerClient.respond = timed_respond
+
+
 class OursClient:
     """hermes_codex_runtime.session.CodexSession."""
 
@@ -187,27 +232,12 @@ class OursClient:
         from hermes_codex_runtime.wire import AppServerConnection
 
         self.delays: list[float] = []
-        delays = self.delays
-        read_at: dict[Any, float] = {}
-
-        class Timed(AppServerConnection):
-            def _dispatch_line(self, line: bytes) -> None:
-                if b"requestApproval" in line:
-                    now = time.perf_counter()
-                    read_at[json.loads(line)["id"]] = now
-                super()._dispatch_line(line)
-
-            def respond(self, request_id: Any, result: dict[str, Any]) -> None:
-                super().respond(request_id, result)
-                started = read_at.pop(request_id, None)
-                if started is not None:
-                    delays.append(time.perf_counter() - started)
-
+        time_our_approvals(self.delays)
         self.session = CodexSession(
             SessionSettings(codex_bin=codex_bin, codex_home=env["CODEX_HOME"], cwd=cwd,
                             env=env),
             approve=lambda request: Decision.ACCEPT, on_event=lambda event: None,
-            connection_factory=Timed.spawn)
+            connection_factory=AppServerConnection.spawn)
         self.cwd = cwd
 
     def start(self, cwd: str) -> str:
@@ -228,31 +258,13 @@ class HermesSessionClient:
 
     def __init__(self, codex_bin: str, env: dict[str, str], cwd: str) -> None:
         os.environ.update(env)
-        from agent.transports import codex_app_server as transport
         from agent.transports.codex_app_server_session import (
             CodexAppServerSession,
             _ServerRequestRouting,
         )
 
         self.delays: list[float] = []
-        delays = self.delays
-        read_at: dict[Any, float] = {}
-        dispatch = transport.CodexAppServerClient._dispatch
-        respond = transport.CodexAppServerClient.respond
-
-        def timed_dispatch(client: Any, msg: dict[str, Any]) -> None:
-            if "method" in msg and "id" in msg:
-                read_at[msg["id"]] = time.perf_counter()
-            dispatch(client, msg)
-
-        def timed_respond(client: Any, request_id: Any, result: dict[str, Any]) -> None:
-            respond(client, request_id, result)
-            started = read_at.pop(request_id, None)
-            if started is not None:
-                delays.append(time.perf_counter() - started)
-
-        transport.CodexAppServerClient._dispatch = timed_dispatch
-        transport.CodexAppServerClient.respond = timed_respond
+        time_hermes_approvals(self.delays)
         self.session = CodexAppServerSession(
             cwd=cwd, codex_bin=codex_bin, codex_home=env["CODEX_HOME"],
             request_routing=_ServerRequestRouting(auto_approve_exec=True,
@@ -284,48 +296,7 @@ class AgentClient:
         import run_agent
 
         self.delays: list[float] = []
-        if plugin:
-            from hermes_codex_runtime.wire import AppServerConnection
-
-            delays = self.delays
-            read_at: dict[Any, float] = {}
-            original_dispatch = AppServerConnection._dispatch_line
-            original_respond = AppServerConnection.respond
-
-            def dispatch(conn: Any, line: bytes) -> None:
-                if b"requestApproval" in line:
-                    read_at[json.loads(line)["id"]] = time.perf_counter()
-                original_dispatch(conn, line)
-
-            def respond(conn: Any, request_id: Any, result: dict[str, Any]) -> None:
-                original_respond(conn, request_id, result)
-                started = read_at.pop(request_id, None)
-                if started is not None:
-                    delays.append(time.perf_counter() - started)
-
-            AppServerConnection._dispatch_line = dispatch  # type: ignore[method-assign]
-            AppServerConnection.respond = respond  # type: ignore[method-assign]
-        else:
-            from agent.transports import codex_app_server as transport
-
-            delays = self.delays
-            read_at2: dict[Any, float] = {}
-            dispatch0 = transport.CodexAppServerClient._dispatch
-            respond0 = transport.CodexAppServerClient.respond
-
-            def dispatch2(client: Any, msg: dict[str, Any]) -> None:
-                if "method" in msg and "id" in msg:
-                    read_at2[msg["id"]] = time.perf_counter()
-                dispatch0(client, msg)
-
-            def respond2(client: Any, request_id: Any, result: dict[str, Any]) -> None:
-                respond0(client, request_id, result)
-                started = read_at2.pop(request_id, None)
-                if started is not None:
-                    delays.append(time.perf_counter() - started)
-
-            transport.CodexAppServerClient._dispatch = dispatch2
-            transport.CodexAppServerClient.respond = respond2
+        (time_our_approvals if plugin else time_hermes_approvals)(self.delays)
         self.agent = run_agent.AIAgent(
             model="mock-model", provider="openai", api_mode="codex_app_server",
             api_key="sk-bench", base_url="http://127.0.0.1:9/v1", quiet_mode=True,

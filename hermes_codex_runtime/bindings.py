@@ -52,12 +52,6 @@ class ThreadBindings:
         thread = entry.get("thread_id") if isinstance(entry, dict) else None
         return thread if isinstance(thread, str) and thread else None
 
-    def items(self) -> dict[str, dict[str, Any]]:
-        """Every binding (session id → entry), most recent last."""
-        return dict(sorted(self._read().items(),
-                           key=lambda kv: kv[1].get("updated", 0) if isinstance(kv[1], dict)
-                           else 0))
-
     def set(self, session_id: str, thread_id: str, **extra: Any) -> None:
         """Bind ``session_id`` to ``thread_id`` (atomically)."""
         with self._lock:
@@ -68,13 +62,6 @@ class ThreadBindings:
                                  if isinstance(kv[1], dict) else 0)
                 bindings = dict(ordered[-MAX_ENTRIES:])
             self._write({"version": 1, "bindings": bindings})
-
-    def forget(self, session_id: str) -> None:
-        """Drop the binding of ``session_id``."""
-        with self._lock:
-            bindings = self._read()
-            if bindings.pop(session_id, None) is not None:
-                self._write({"version": 1, "bindings": bindings})
 
     def _write(self, data: dict[str, Any]) -> None:
         atomic_write_json(self.path, data)

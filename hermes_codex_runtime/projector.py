@@ -236,10 +236,6 @@ class Projector:
 
     # ---------------------------------------------------------------- finishing
 
-    def open_items(self) -> list[JsonObject]:
-        """Items started but not completed, in start order."""
-        return [self._open[i].item for i in self._order if i in self._open]
-
     def finish(self) -> list[JsonObject]:
         """Close every open item, place the final assistant text last; returns the messages."""
         if self._finished:
@@ -261,12 +257,6 @@ class Projector:
                 and isinstance(self.messages[-1].get("content"), str):
             self.final_text = self.messages[-1]["content"]
         return self.messages
-
-    def current_text(self) -> str:
-        """The latest completed (or streaming) assistant text, for deadline decisions."""
-        if self._pending_text:
-            return self._pending_text[-1][1]
-        return ""
 
     def has_completed_answer(self) -> bool:
         """True when a completed agent message is the latest thing in the turn (no tool after)."""

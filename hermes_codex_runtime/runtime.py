@@ -98,6 +98,18 @@ class CodexRuntime:
         except Exception:
             log.exception("codex-runtime hook %s raised; continuing", name)
 
+    def _settings(self, agent: Any) -> SessionSettings | TurnResult:
+        """The host's settings, or a failed result. Not `_ask`: running codex on default
+        settings because the host's answer failed could reach a provider the user never chose."""
+        try:
+            return coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
+        except Exception as exc:
+            if not isinstance(exc, TypeError | ValueError):
+                log.exception("the host's codex_session_settings hook raised")
+            result = TurnResult()
+            result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
+            return result
+
     # ------------------------------------------------------------------ sessions
 
     def _key(self, agent: Any) -> int:
@@ -159,17 +171,10 @@ class CodexRuntime:
                  images: Sequence[str] = ()) -> TurnResult:
         """Run one host turn on codex and report it through the hooks."""
         key = self._key(agent)
-        try:
-            # Not `_ask`: running codex on default settings because the host's answer failed
-            # could reach a provider the user never chose. A failed answer fails the turn.
-            settings = coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
-        except Exception as exc:
-            if not isinstance(exc, TypeError | ValueError):
-                log.exception("the host's codex_session_settings hook raised")
-            result = TurnResult()
-            result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
-            self._tell("codex_turn_finished", agent=agent, turn=result, messages=[])
-            return result
+        settings = self._settings(agent)
+        if isinstance(settings, TurnResult):
+            self._tell("codex_turn_finished", agent=agent, turn=settings, messages=[])
+            return settings
         instructions = self._ask("codex_developer_instructions", agent=agent)
         instructions = instructions if isinstance(instructions, str) else None
         history = list(messages)
@@ -195,12 +200,9 @@ class CodexRuntime:
         key = self._key(agent)
         entry = self._entries.get(key)
         if entry is None:
-            try:
-                settings = coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
-            except Exception as exc:
-                result = TurnResult()
-                result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
-                return result
+            settings = self._settings(agent)
+            if isinstance(settings, TurnResult):
+                return settings
             instructions = self._ask("codex_developer_instructions", agent=agent)
             session = self._session(agent, key, settings,
                                     instructions if isinstance(instructions, str) else None)

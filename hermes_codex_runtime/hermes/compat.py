@@ -224,6 +224,25 @@ SYMBOLS: tuple[HostSymbol, ...] = (
     HostSymbol(
         "tools.approval", "register_gateway_notify", "tests: a gateway approval channel", False
     ),
+    HostSymbol(
+        "hermes_cli.plugins",
+        "PluginContext.register_command",
+        "registering /codex-status (and /codex-runtime where Hermes has none)",
+        True,
+    ),
+    HostSymbol(
+        "hermes_cli.plugins",
+        "PluginContext.register_cli_command",
+        "`hermes codex-plugin doctor|status`",
+        True,
+    ),
+    HostSymbol(
+        "run_agent",
+        "AIAgent()._pending_cli_user_message",
+        "the fallback turn reuses the saved user message",
+        True,
+    ),
+    HostSymbol("run_agent", "AIAgent()._turns_since_memory", "rewound for the fallback turn", True),
 )
 
 

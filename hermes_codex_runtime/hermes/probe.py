@@ -31,15 +31,6 @@ def symbol(module: str, name: str, *, feature: str = "") -> Any:
     return value
 
 
-def attr(obj: Any, name: str, *, feature: str = "") -> Any:
-    """``getattr(obj, name)`` for host objects, reported once when missing."""
-    value = getattr(obj, name, None)
-    if value is None and not hasattr(obj, name):
-        _report(f"{type(obj).__name__}.{name}", f"{type(obj).__name__}.{name} is missing",
-                feature)
-    return value
-
-
 def _report(key: str, what: str, feature: str) -> None:
     with _lock:
         if key in _reported:
