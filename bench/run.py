@@ -29,6 +29,7 @@ from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
 from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.testing.fake import FakeCodex  # noqa: E402
+from hermes_codex_runtime.testing.offline_hermes import write_offline_caches  # noqa: E402
 from hermes_codex_runtime.testing.schema import ProtocolSchema  # noqa: E402
 from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noqa: E402
 
@@ -70,6 +71,7 @@ def hermes_home(root: Path, codex_home: Path, plugin: bool) -> Path:
                         "context_length": 200000},
               "approvals": {"mode": "off"}}
     (home / "config.yaml").write_text(yaml.safe_dump(config))
+    write_offline_caches(home)
     return home
 
 

@@ -30,6 +30,7 @@ import yaml
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
+from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
 from hermes_codex_runtime.wire import WireError, probe_version, resolve_codex_binary
 
 STEP_TIMEOUT = 120.0
@@ -141,7 +142,7 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -
             assert provider is not None
             codex_home = prepare_codex_home(workdir / "codex-home", provider.base_url,
                                             codex_bin=binary.path)
-        hermes_home.mkdir()
+        write_offline_caches(hermes_home)  # no models.dev / PyPI lookups from the demo
         config = _hermes_config(codex_home, fallback.base_url if fallback else None)
         (hermes_home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         os.environ.update(HERMES_HOME=str(hermes_home), HERMES_DISABLE_LAZY_INSTALLS="1",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ from hermes_codex_runtime.wire import (
     SpawnOptions,
     TransportClosed,
     WireError,
+    allowed_environment,
+    command_environment,
     probe_version,
+    provider_credential_names,
     redact,
     resolve_codex_binary,
 )
@@ -151,13 +155,41 @@ def check_minimal_path(binary: CodexBinary | None, setting: str | None) -> Check
                  "Install codex, then set model.codex_bin.")
 
 
-def codex_checks(codex_bin: str | None, codex_home: str | None) -> list[Check]:
+def check_environment(codex_home: str | None, model_provider: str | None = None,
+                      passthrough: Sequence[str] = (),
+                      command_passthrough: Sequence[str] = ()) -> Check:
+    """Which variables reach codex, and which its commands — names only, never values."""
+    keys = provider_credential_names(codex_home, model_provider)
+    process = allowed_environment(provider_keys=keys,
+                                  passthrough=(*passthrough, *command_passthrough))
+    commands = command_environment(process, command_passthrough)
+    withheld = len(set(os.environ) - set(process))
+    credentials = [k for k in keys if k in process]
+    detail = (f"codex gets {len(process)} variable(s) ({', '.join(sorted(process))}), "
+              f"provider credential: "
+              f"{', '.join(credentials) or 'none (codex login or no key needed)'}; "
+              f"{withheld} withheld; its commands get {len(commands)} "
+              f"({', '.join(sorted(commands))})")
+    required = keys[:1] if keys and keys[0].endswith(("_KEY", "_TOKEN")) else []
+    missing = [k for k in required if k not in process]
+    if missing:
+        return Check("environment", WARN, detail + f"; {missing[0]} is not set",
+                     f"Set {missing[0]} (e.g. in ~/.hermes/.env): codex's config.toml names it "
+                     "as the model provider's key.")
+    return Check("environment", OK, detail)
+
+
+def codex_checks(codex_bin: str | None, codex_home: str | None, *,
+                 model_provider: str | None = None, passthrough: Sequence[str] = (),
+                 command_passthrough: Sequence[str] = ()) -> list[Check]:
     """Every codex-side check, in order."""
     binary_check, binary = check_binary(codex_bin)
     home_check = check_codex_home(codex_home)
     checks = [binary_check, home_check]
     if binary is not None and home_check.status != FAIL:
         checks.extend(check_app_server(binary, codex_home))
+    checks.append(check_environment(codex_home, model_provider, passthrough,
+                                    command_passthrough))
     checks.append(check_minimal_path(binary, codex_bin))
     return checks
 
@@ -195,7 +227,12 @@ def run(*, as_json: bool = False, hermes: bool = True) -> int:
         from hermes_codex_runtime.hermes import diagnose
 
         host_checks, codex_bin, codex_home = diagnose.hermes_checks()
-        checks.extend(codex_checks(codex_bin, codex_home))
+        settings = diagnose.settings_or_none()
+        checks.extend(codex_checks(
+            codex_bin, codex_home,
+            model_provider=settings.codex_model_provider if settings else None,
+            passthrough=settings.env_passthrough if settings else (),
+            command_passthrough=settings.command_env_passthrough if settings else ()))
         checks.extend(host_checks)
     else:
         checks.extend(codex_checks(None, None))

@@ -151,6 +151,8 @@ class CodexRuntime:
             stored = self._last_thread.get(key) or self._ask("codex_stored_thread", agent=agent)
         if prompt_changed:
             self._last_thread.pop(key, None)
+        if isinstance(stored, str):
+            self._release_thread(stored, key)
 
         def approve(request: ApprovalRequest) -> Any:
             return self._ask("codex_approval", agent=agent, request=request)
@@ -164,6 +166,21 @@ class CodexRuntime:
         with self._lock:
             self._entries[key] = _Entry(session, instructions, settings)
         return session
+
+    def _release_thread(self, thread_id: str, key: int) -> None:
+        """codex allows one writer per thread: an idle session of ANOTHER agent that still holds
+        ``thread_id`` (a host that replaced its agent object for the same conversation without
+        closing the old one, e.g. a gateway after ``/stop``) is closed, so the new agent resumes
+        the thread instead of starting a fresh one."""
+        with self._lock:
+            holders = [(k, e) for k, e in self._entries.items()
+                       if k != key and e.session.thread_id == thread_id
+                       and e.session.active_turn_id is None]
+            for k, _ in holders:
+                del self._entries[k]
+        for _, entry in holders:
+            log.info("closing an idle codex session that still held thread %s", thread_id)
+            entry.session.close()
 
     # ------------------------------------------------------------------ turns
 

@@ -25,6 +25,7 @@ It knows nothing about any particular host: the runtime passes callables in.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -69,6 +70,8 @@ from hermes_codex_runtime.wire import (
     SpawnOptions,
     TransportClosed,
     WireError,
+    command_env_policy,
+    provider_credential_names,
     redact,
 )
 
@@ -95,6 +98,10 @@ class SessionSettings:
     env: Mapping[str, str] | None = None
     extra_env: Mapping[str, str] | None = None
     extra_args: tuple[str, ...] = ()
+    #: Names (or globs) of further variables the app-server may inherit (see ``wire.env``).
+    env_passthrough: tuple[str, ...] = ()
+    #: Names (or globs) that commands the model runs may inherit on top of the process basics.
+    command_env_passthrough: tuple[str, ...] = ()
     turn_timeout: float = 600.0
     startup_timeout: float = 30.0
     request_timeout: float = 30.0
@@ -109,6 +116,58 @@ class SessionSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
+class Cancellation:
+    """Set once a question no longer needs an answer (the turn ended or was interrupted, or codex
+    resolved the request itself). Event-like (``set``/``is_set``/``wait``), and a host can hang
+    the withdrawal of its own prompt on it: callbacks run once, on :meth:`set` — or at once when
+    added after it."""
+
+    __slots__ = ("_callbacks", "_event", "_lock")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        """Mark the question withdrawn and run the callbacks (each at most once)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            _run_callback(callback)
+
+    def is_set(self) -> bool:
+        """True once withdrawn."""
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until withdrawn (at most ``timeout`` s); True when it was."""
+        return self._event.wait(timeout)
+
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the question is withdrawn (now, if it already was)."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        _run_callback(callback)
+
+    def remove_callback(self, callback: Callable[[], None]) -> None:
+        """Forget ``callback`` (the host's prompt was answered; nothing to withdraw)."""
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
+
+def _run_callback(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:
+        log.exception("withdrawing a host's approval prompt failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +185,7 @@ class ApprovalRequest:
     cwd: str | None
     reason: str | None
     changes: tuple[Mapping[str, Any], ...]
-    cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+    cancelled: Cancellation = field(default_factory=Cancellation, compare=False)
 
     def summary(self) -> str:
         """One human-readable line: what will happen if the host says yes."""
@@ -270,8 +329,8 @@ class CodexSession:
         self._active_turn: str | None = None
         self._pending: dict[Any, _Pending] = {}
         self._file_changes: dict[str, tuple[Mapping[str, Any], ...]] = {}
-        self._decisions: queue.SimpleQueue[_Pending | None] | None = None
-        self._decider: threading.Thread | None = None
+        self._decisions: queue.SimpleQueue[_Pending | None] | None = None  # this turn's
+        self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
         self._closed = False
         self.retired = False
 
@@ -303,7 +362,10 @@ class CodexSession:
         options = SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
-            client_version=s.client_version, registry_path=s.registry_path)
+            client_version=s.client_version, registry_path=s.registry_path,
+            provider_keys=provider_credential_names(s.codex_home, s.model_provider),
+            # a name commands may inherit must first reach the process they inherit from
+            env_passthrough=(*s.env_passthrough, *s.command_env_passthrough))
         home = os.path.realpath(s.codex_home or os.environ.get("CODEX_HOME") or "~")
         # codex initialises a sqlite state database in CODEX_HOME on start-up; several
         # app-servers starting at once on a fresh home race on it ("failed to initialize sqlite
@@ -325,7 +387,9 @@ class CodexSession:
         s = self.settings
         return {"cwd": self.cwd, "model": s.model, "model_provider": s.model_provider,
                 "approval_policy": s.approval_policy, "approvals_reviewer": s.approvals_reviewer,
-                "sandbox": s.sandbox, "personality": "none"}
+                "sandbox": s.sandbox, "personality": "none",
+                "config": {"shell_environment_policy":
+                           command_env_policy(s.command_env_passthrough)}}
 
     def ensure_started(self, seed: SeedProvider | None = None) -> str:
         """Spawn codex and start (or resume) the thread; returns its id. Raises :class:`WireError`
@@ -337,7 +401,6 @@ class CodexSession:
                 return self.thread_id
             if self._conn is None:
                 self._conn = self._spawn()
-                self._start_decider()
             conn = self._conn
         overrides = self._thread_overrides()
         instructions = self.developer_instructions or None
@@ -377,9 +440,11 @@ class CodexSession:
             self._closed = True
             self.retired = True
             conn, self._conn = self._conn, None
-            self._drop_pending()
-        if self._decisions is not None:
-            self._decisions.put(None)
+            pending = self._take_pending()
+            decisions, self._decisions = self._decisions, None
+        _withdraw(pending)
+        if decisions is not None:
+            decisions.put(None)
         if conn is not None:
             conn.close()
 
@@ -392,7 +457,8 @@ class CodexSession:
                 self._stored_thread_id = self.thread_id
             self.thread_id = None
             self.retired = False
-            self._drop_pending()
+            pending = self._take_pending()
+        _withdraw(pending)
         if conn is not None:
             conn.close()
 
@@ -478,31 +544,39 @@ class CodexSession:
                 return result
             conn, thread_id = self._conn, self.thread_id
             assert conn is not None and thread_id is not None
+            self._begin_turn(conn)
             try:
-                reply = conn.request("turn/start", turn_start_params(
-                    thread_id, items, effort=self.settings.effort),
-                    timeout=self.settings.request_timeout)
-            except ServerError as exc:
-                result.fail(classify(exc.data if isinstance(exc.data, dict | str) else None,
-                                     exc.message), retire=False)
-                return result
-            except RequestTimeout as exc:
-                result.fail(Failure(FailureKind.TRANSPORT, str(exc)), retire=True)
-                return result
-            except TransportClosed as exc:
-                result.fail(self._transport_failure(str(exc)))
-                return result
-            turn_id = (reply.get("turn") or {}).get("id")
-            if not isinstance(turn_id, str):
-                result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
-                return result
-            result.turn_id = turn_id
-            self._drive(result, conn, thread_id, turn_id, learn_turn=False)
+                self._start_and_drive(result, conn, thread_id, items)
+            finally:
+                self._end_turn(conn)
             return result
         finally:
             self._interrupt.clear()
             if result.should_retire:
                 self.retired = True
+
+    def _start_and_drive(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+                         items: list[dict[str, Any]]) -> None:
+        try:
+            reply = conn.request("turn/start", turn_start_params(
+                thread_id, items, effort=self.settings.effort),
+                timeout=self.settings.request_timeout)
+        except ServerError as exc:
+            result.fail(classify(exc.data if isinstance(exc.data, dict | str) else None,
+                                 exc.message), retire=False)
+            return
+        except RequestTimeout as exc:
+            result.fail(Failure(FailureKind.TRANSPORT, str(exc)), retire=True)
+            return
+        except TransportClosed as exc:
+            result.fail(self._transport_failure(str(exc)))
+            return
+        turn_id = (reply.get("turn") or {}).get("id")
+        if not isinstance(turn_id, str):
+            result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
+            return
+        result.turn_id = turn_id
+        self._drive(result, conn, thread_id, turn_id, learn_turn=False)
 
     def compact(self) -> TurnResult:
         """Native compaction (``thread/compact/start``), waiting for its own turn to complete."""
@@ -512,6 +586,7 @@ class CodexSession:
                 return result
             conn, thread_id = self._conn, self.thread_id
             assert conn is not None and thread_id is not None
+            self._begin_turn(conn)
             try:
                 conn.request("thread/compact/start", compact_start_params(thread_id),
                              timeout=self.settings.request_timeout)
@@ -521,7 +596,10 @@ class CodexSession:
             except WireError as exc:
                 result.fail(self._transport_failure(str(exc)))
                 return result
-            self._drive(result, conn, thread_id, None, learn_turn=True)
+            else:
+                self._drive(result, conn, thread_id, None, learn_turn=True)
+            finally:
+                self._end_turn(conn)
             return result
         finally:
             self._interrupt.clear()
@@ -606,7 +684,7 @@ class CodexSession:
                 burst = [message]
                 burst.extend(conn.drain())
                 stream: list[str] = []
-                for message in burst:
+                for index, message in enumerate(burst):
                     if message.is_local:
                         continue
                     if message.is_request:
@@ -639,12 +717,10 @@ class CodexSession:
                         last_tool_done = time.monotonic()
                     elif outcome == "activity":
                         last_tool_done = None
-                    elif outcome == "completed":
+                    elif outcome in ("completed", "aborted"):
+                        aborted = outcome == "aborted"
                         finished = True
-                        break
-                    elif outcome == "aborted":
-                        aborted = True
-                        finished = True
+                        self._leftover = burst[index + 1:]  # answered after the turn
                         break
                 if stream:
                     self._flush_stream(stream)
@@ -654,9 +730,6 @@ class CodexSession:
                 self._at_deadline(result, conn, thread_id, turn_id, projector,
                                   interrupted=interrupt_sent_at is not None)
         finally:
-            with self._lock:
-                self._active_turn = None
-                self._drop_pending()
             result.messages = projector.finish()
             result.final_text = projector.final_text
             if aborted:
@@ -787,7 +860,8 @@ class CodexSession:
                 pending = self._pending.pop(params.get("requestId"), None)
                 if pending is not None:
                     pending.dropped = True
-                    pending.request.cancelled.set()
+            if pending is not None:
+                pending.request.cancelled.set()
             return None
         if method == "turn/completed":
             raw_turn = params.get("turn")
@@ -807,24 +881,51 @@ class CodexSession:
 
     # ------------------------------------------------------------------ approvals
 
-    def _on_server_request(self, message: Inbound, thread_id: str) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        method, params, request_id = message.method, message.params, message.id
+    def _answer_directly(self, conn: AppServerConnection, message: Inbound, *,
+                         in_turn: bool) -> bool:
+        """Answer what needs no decision: unknown methods (``-32601``), requests with a fixed
+        safe answer, and — outside a turn — approvals (declined: nobody is there to ask). True
+        when ``message`` was answered here."""
+        method, request_id = message.method, message.id
         assert request_id is not None
         try:
             if not is_known(method):
                 log.warning("codex sent an unknown request %r; answering -32601", method)
                 conn.respond_error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
-                return
+                return True
             if method not in APPROVAL_METHODS:
                 answer = safe_answer(method)
                 assert answer is not None
                 conn.respond(request_id, answer)
-                return
+                return True
+            if not in_turn:
+                log.info("codex asked %s outside a turn; declining", method)
+                declined = answer_for(method, Decision.DECLINE, dict(message.params))
+                if declined is not None:
+                    conn.respond(request_id, declined)
+                return True
         except TransportClosed:
+            return True
+        return False
+
+    def _idle_message(self, conn: AppServerConnection, message: Inbound) -> None:
+        """A message that arrived while no turn runs (on the reader thread): requests are
+        answered at once; notifications have no turn to belong to."""
+        if message.is_request:
+            self._answer_directly(conn, message, in_turn=False)
+        elif not message.is_local:
+            log.debug("codex notification between turns: %s", message.method)
+
+    def _on_server_request(self, message: Inbound, thread_id: str) -> None:
+        conn = self._conn
+        if conn is None:
             return
+        with self._lock:
+            decisions = self._decisions
+        if self._answer_directly(conn, message, in_turn=decisions is not None):
+            return
+        assert decisions is not None
+        method, params, request_id = message.method, message.params, message.id
         item_id = params.get("itemId") if isinstance(params.get("itemId"), str) else None
         request = ApprovalRequest(
             method=method,
@@ -841,21 +942,39 @@ class CodexSession:
         pending = _Pending(request_id, method, params, request)
         with self._lock:
             self._pending[request_id] = pending
-            decisions = self._start_decider()
         self._emit(CodexEvent("approval_requested", request.summary(), method=method,
                               params=params))
         decisions.put(pending)
 
-    def _start_decider(self) -> queue.SimpleQueue[_Pending | None]:
-        """The approval thread: decisions (possibly a person at a prompt) run there, one at a
-        time, so neither the reader nor the turn loop ever waits for them. Started with the
-        session, so the first approval does not pay for a thread start."""
-        if self._decisions is None or self._decider is None:
-            self._decisions = queue.SimpleQueue()
-            self._decider = threading.Thread(target=self._decide_loop, args=(self._decisions,),
-                                             name="codex-approvals", daemon=True)
-            self._decider.start()
-        return self._decisions
+    def _begin_turn(self, conn: AppServerConnection) -> None:
+        """Before a turn (or compaction) is requested: the turn loop consumes the stream again,
+        and the turn gets its OWN approval thread — decisions (possibly a person at a prompt)
+        run there, one at a time, so neither the reader nor the turn loop waits for them, and a
+        prompt left over from an earlier turn can't hold this turn's first approval up."""
+        decisions: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        threading.Thread(target=self._decide_loop, args=(decisions,), name="codex-approvals",
+                         daemon=True).start()
+        with self._lock:
+            self._decisions = decisions
+            self._leftover = []
+        conn.set_idle_handler(None)
+
+    def _end_turn(self, conn: AppServerConnection) -> None:
+        """After a turn: withdraw every prompt still open for it, end its approval thread,
+        answer the requests that arrived after ``turn/completed``, and answer anything that
+        arrives before the next turn as it comes."""
+        with self._lock:
+            self._active_turn = None
+            pending = self._take_pending()
+            decisions, self._decisions = self._decisions, None
+            leftover, self._leftover = self._leftover, []
+        _withdraw(pending)
+        if decisions is not None:
+            decisions.put(None)
+        for message in leftover:
+            self._idle_message(conn, message)
+        with contextlib.suppress(Exception):
+            conn.set_idle_handler(functools.partial(self._idle_message, conn))
 
     def _decide_loop(self, decisions: queue.SimpleQueue[_Pending | None]) -> None:
         while True:
@@ -889,11 +1008,18 @@ class CodexSession:
         self._emit(CodexEvent("approval_answered", decision.value, method=pending.method,
                               params=pending.params))
 
-    def _drop_pending(self) -> None:
-        for pending in self._pending.values():
-            pending.dropped = True
-            pending.request.cancelled.set()
+    def _take_pending(self) -> list[_Pending]:
+        """Every open approval, marked dropped (call with the lock held; withdraw after)."""
+        pending = list(self._pending.values())
+        for item in pending:
+            item.dropped = True
         self._pending.clear()
+        return pending
+
+
+def _withdraw(pending: Sequence[_Pending]) -> None:
+    for item in pending:
+        item.request.cancelled.set()
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -39,6 +39,27 @@ def _codex_never_leaves_the_machine(tmp_path_factory):
     else:
         os.environ["CODEX_HOME"] = previous
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _name_lookups_stay_on_the_loopback():
+    """Tests talk to 127.0.0.1 only: any in-process name lookup of another host fails at once
+    (Hermes' own lookups are answered from caches, see ``hermes_env.write_offline_caches``)."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def loopback_only(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in (None, "127.0.0.1", "localhost", "::1") and \
+                not str(name).startswith("127."):
+            raise socket.gaierror(socket.EAI_NONAME, f"tests stay on 127.0.0.1 ({name})")
+        return real(host, *args, **kwargs)
+
+    socket.getaddrinfo = loopback_only
+    yield
+    socket.getaddrinfo = real
+
+
 REAL_MARKERS = ("real_codex", "real_hermes")
 _outcomes: dict[str, dict[str, int]] = {m: {"ran": 0, "skipped": 0} for m in REAL_MARKERS}
 

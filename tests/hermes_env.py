@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
+
 HOOK_RECORDER = textwrap.dedent('''
     """Test plugin: records every lifecycle hook Hermes fires, to $HOOK_RECORD_FILE."""
     import json, os
@@ -58,6 +60,7 @@ def write_hermes_home(home: Path, config: dict[str, Any]) -> None:
         "name: hook-recorder\nversion: 1.0.0\ndescription: records hooks\nauthor: tests\n"
         "kind: standalone\n")
     (plugin / "__init__.py").write_text(HOOK_RECORDER)
+    write_offline_caches(home)
     write_config(home, config)
 
 

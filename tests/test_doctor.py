@@ -112,3 +112,28 @@ def test_a_missing_host_seam(hermes_base, monkeypatch):
     assert seams.status == "fail"
     assert "tools.approval:_await_gateway_decision" in seams.detail
     assert "gateway" in seams.detail
+
+
+def test_doctor_names_what_reaches_codex_and_its_commands_never_values(setup):
+    home, codex_home = setup
+    from hermes_env import write_config
+
+    config = codex_home / "config.toml"
+    config.write_text(config.read_text().replace(
+        'wire_api = "responses"', 'wire_api = "responses"\nenv_key = "HCR_DOCTOR_KEY"'))
+    write_config(home, base_config(codex_home=str(codex_home),
+                                   codex_command_env_passthrough=["HCR_FOR_COMMANDS"]))
+    secret = "value-that-must-not-print-" + "x" * 8
+    status, checks = doctor(home, HCR_DOCTOR_KEY=secret, HCR_FOR_COMMANDS=secret,
+                            TELEGRAM_BOT_TOKEN=secret)
+    assert status == 0, checks
+    env = checks["environment"]
+    assert env["status"] == "ok", env
+    codex_part, commands_part = env["detail"].split("its commands get")
+    assert "HCR_DOCTOR_KEY" in codex_part and "TELEGRAM_BOT_TOKEN" not in codex_part
+    assert "HCR_FOR_COMMANDS" in commands_part and "HCR_DOCTOR_KEY" not in commands_part
+    assert secret not in json.dumps(checks)
+
+    _, checks = doctor(home)  # the key codex's config names is not set
+    assert checks["environment"]["status"] == "warn"
+    assert "HCR_DOCTOR_KEY" in checks["environment"]["fix"]

@@ -259,9 +259,15 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert "codex-status" in get_plugin_commands()  # registered through Hermes' own ctx
     hermes.provider.enqueue(mp.text("status please", usage=mp.Usage(
         input=80, cached=20, output=25, reasoning=5, reported_total=130)))
+    import tools.approval as approval
+
     agent = hermes.agent()
     result = agent.run_conversation("hi")
-    text = get_plugin_command_handler("codex-status")("")
+    token = approval.set_current_session_key(agent.session_id)  # as the CLI binds its session
+    try:
+        text = get_plugin_command_handler("codex-status")("")
+    finally:
+        approval.reset_current_session_key(token)
     assert "codex runtime: active for this session" in text
     assert result["codex_thread_id"] in text
     assert "codex 0.163" in text or "codex 0." in text

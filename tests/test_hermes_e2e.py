@@ -213,3 +213,36 @@ def test_status_shows_the_thread_of_each_session(home, mock_provider):
     assert entry["tokens"] == {"input": 80, "cached": 20, "uncached": 60, "output": 25,
                                "reasoning": 0}
     assert data["codex"]["version"].startswith("0.")
+
+
+def test_stopping_an_api_run_that_waits_for_approval_leaves_nothing_pending(home, mock_provider):
+    configure(home, approvals={"mode": "manual", "timeout": 60})
+    mock_provider.enqueue(mp.exec_command("echo never-approved", escalated=True))
+    gateway = Gateway(home)
+    try:
+        run_id = gateway.call("POST", "/v1/runs", {"input": "run the command"})["run_id"]
+        names = []
+        stopped_at = None
+        for event in gateway.events(run_id):
+            names.append(event.get("event"))
+            if event.get("event") == "approval.request":
+                stopped_at = time.monotonic()
+                gateway.call("POST", f"/v1/runs/{run_id}/stop")
+        ended_in = time.monotonic() - stopped_at
+        # the next run's first approval is answered by ONE approval call: nothing stale queued
+        mock_provider.clear()
+        mock_provider.enqueue(mp.exec_command("echo second-run", escalated=True),
+                              mp.text("second done"))
+        run_id = gateway.call("POST", "/v1/runs", {"input": "again"})["run_id"]
+        for event in gateway.events(run_id):
+            if event.get("event") == "approval.request":
+                assert "echo second-run" in event["command"]
+                answer = gateway.call("POST", f"/v1/runs/{run_id}/approval", {"choice": "once"})
+                assert answer["resolved"] == 1
+    finally:
+        gateway.stop()
+    assert "approval.request" in names and names[-1] in ("run.cancelled", "run.failed",
+                                                         "run.completed"), names
+    assert ended_in < 10, ended_in  # bounded; typically ~0.2 s
+    assert "second-run" in json.dumps(mock_provider.requests[-1]["input"][-1])
+    print(f"\nrun stopped while waiting for approval: ended in {ended_in:.2f} s")

@@ -270,13 +270,22 @@ def test_a_silent_thread_start_is_bounded(fake_codex, tmp_path):
 
 
 def test_an_interrupt_codex_never_answers_is_bounded(fake_runtime, fake_codex):
-    runtime, _host = fake_runtime({"interrupt": "hang", "turns": [[{"message": "busy"},
-                                                                   {"hang": True}]]})
+    runtime, host = fake_runtime({"interrupt": "hang", "turns": [[{"message": "busy"},
+                                                                  {"hang": True}]]})
     agent = Agent()
-    threading.Timer(0.3, lambda: runtime.interrupt(agent)).start()
-    started = time.monotonic()
+    interrupted_at: list[float] = []
+
+    def interrupt_once_busy():
+        deadline = time.monotonic() + 20
+        while "text_delta" not in host.event_kinds() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        interrupted_at.append(time.monotonic())
+        runtime.interrupt(agent)
+
+    threading.Thread(target=interrupt_once_busy, daemon=True).start()
     turn = runtime.run_turn(agent, "go")
-    assert time.monotonic() - started < 10  # control_timeout 2 s, then the grace period
+    assert turn.turn_id is not None  # the interrupt reached a running turn
+    assert time.monotonic() - interrupted_at[0] < 10  # control_timeout 2 s, then the grace
     assert turn.interrupted and turn.should_retire
     fake_codex.assert_wire_clean()
 
@@ -372,3 +381,75 @@ def test_the_binary_removed_between_two_turns_is_a_setup_failure(fake_codex, tmp
     assert second.failure is not None and second.failure.kind is FailureKind.TRANSPORT
     assert third.failure is not None and third.failure.kind is FailureKind.SETUP
     assert "does not exist" in third.error and "model.codex_bin" in third.error
+
+
+def test_requests_after_turn_completed_and_between_turns_are_answered(fake_runtime, fake_codex):
+    def approval(thread="t", turn="u"):
+        return {"method": "item/commandExecution/requestApproval",
+                "params": {"threadId": thread, "turnId": turn, "itemId": "cmd-late",
+                           "startedAtMs": 1, "command": "rm -rf build"}}
+
+    user_input = {"method": "item/tool/requestUserInput",
+                  "params": {"threadId": "t", "turnId": "u", "itemId": "ask-1",
+                             "isBlocking": True,
+                             "questions": [{"header": "h", "id": "q", "question": "?"}]}}
+    refresh = {"method": "account/chatgptAuthTokens/refresh",
+               "params": {"reason": "unauthorized", "previousAccountId": None}}
+    runtime, host = fake_runtime({"turns": [[
+        {"message": "done"},
+        {"complete_then_requests": {"now": [user_input, approval()],
+                                    "later": [refresh, approval()], "after": 0.3}},
+    ]]})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok and turn.final_text == "done"
+    deadline = time.monotonic() + 10
+    while len(fake_codex.replies()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)  # no further turn: the between-turns requests are answered anyway
+    answers = [(r["method"], r.get("result"), (r.get("error") or {}).get("code"))
+               for r in fake_codex.replies()]
+    assert answers == [
+        ("item/tool/requestUserInput", {"answers": {}}, None),
+        ("item/commandExecution/requestApproval", {"decision": "decline"}, None),
+        ("account/chatgptAuthTokens/refresh", None, -32601),
+        ("item/commandExecution/requestApproval", {"decision": "decline"}, None),
+    ]
+    assert host.approvals == []  # nobody was asked about a turn that had ended
+    fake_codex.assert_wire_clean()
+
+
+def test_a_stale_prompt_never_holds_up_the_next_turns_first_approval(fake_runtime, fake_codex):
+    release = threading.Event()
+    withdrawn = []
+
+    def person(request):
+        if request.command == "echo first":
+            request.cancelled.add_callback(lambda: withdrawn.append(request.command))
+            release.wait(15)  # a prompt nobody answers (and that ignores the withdrawal)
+            return "accept"
+        return "accept"
+
+    runtime, host = fake_runtime({"turns": [
+        [{"command": "echo first", "approval": True, "output": "first"}],
+        [{"command": "echo second", "approval": True, "output": "second"},
+         {"message": "second ran"}],
+    ]}, decide=person)
+    agent = Agent()
+
+    def interrupt_when_asked():
+        deadline = time.monotonic() + 20
+        while not host.approvals and time.monotonic() < deadline:
+            time.sleep(0.02)
+        runtime.interrupt(agent)
+
+    threading.Thread(target=interrupt_when_asked, daemon=True).start()
+    try:
+        first = runtime.run_turn(agent, "one")
+        assert first.interrupted
+        assert withdrawn == ["echo first"]  # the host was told to drop its prompt
+        started = time.monotonic()
+        second = runtime.run_turn(agent, "two")
+        assert second.ok and second.final_text == "second ran"
+        assert time.monotonic() - started < 5  # not queued behind the stale prompt
+    finally:
+        release.set()
+    fake_codex.assert_wire_clean()

@@ -274,3 +274,18 @@ def test_approvals_are_decided_per_request(make_runtime, mock_provider):
     results = [m["content"] for m in turn.messages if m["role"] == "tool"]
     assert "declined" in results[0]
     assert "two" in results[1] and "declined" not in results[1]
+
+
+def test_a_new_agent_for_the_same_conversation_resumes_the_thread_an_idle_old_one_held(
+        make_runtime, mock_provider):
+    runtime, host = make_runtime()
+    mock_provider.enqueue(mp.text("first"))
+    old = Agent("old")
+    first = runtime.run_turn(old, "hello")
+    assert first.ok and host.stored == first.thread_id
+    # the host drops `old` without closing it and builds a new agent for the same conversation
+    mock_provider.enqueue(mp.text("second"))
+    second = runtime.run_turn(Agent("new"), "again")
+    assert second.ok and second.thread_origin == "resumed"
+    assert second.thread_id == first.thread_id
+    assert runtime.session_for(old) is None  # the idle holder was closed, not leaked

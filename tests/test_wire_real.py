@@ -270,27 +270,27 @@ def test_stderr_tail_is_redacted(app_server, mock_provider, tmp_path):
     assert not any("\x1b[" in line for line in tail)  # ANSI colours stripped for people
 
 
-def test_spawn_environment_is_scrubbed_of_host_secrets(app_server, monkeypatch, codex_binary,
-                                                       codex_home):
-    host_secrets = {
-        "TELEGRAM_BOT_TOKEN": "123:tg", "DISCORD_BOT_TOKEN": "dc", "SLACK_APP_TOKEN": "xapp",
-        "GITHUB_TOKEN": "ghp_x", "GH_TOKEN": "gh", "HERMES_DASHBOARD_SESSION_TOKEN": "dash",
-        "GATEWAY_RELAY_SECRET": "relay", "MY_SERVICE_SECRET": "s", "AUXILIARY_VISION_API_KEY": "a",
-        "API_SERVER_KEY": "apikey-for-hermes-gateway", "SMTP_PASSWORD": "pw",
+def test_the_app_server_gets_an_allow_listed_environment(app_server, monkeypatch, codex_binary,
+                                                         codex_home):
+    unrelated = {
+        "TELEGRAM_BOT_TOKEN": "123:tg", "ANTHROPIC_API_KEY": "ak", "OPENROUTER_API_KEY": "or",
+        "OP_SERVICE_ACCOUNT_TOKEN": "op", "DATABASE_URL": "postgres://u:p@127.0.0.1/db",
+        "HF_TOKEN": "hf", "NOTION_API_KEY": "notion", "SOME_HARMLESS_LOOKING_NAME": "x",
     }
-    provider = {"OPENAI_API_KEY": "sk-test-provider", "AZURE_OPENAI_API_KEY": "az",
-                "AWS_SECRET_ACCESS_KEY": "aws"}
-    for name, value in {**host_secrets, **provider}.items():
+    wanted = {"MOCK_PROVIDER_KEY": "sk-provider", "EXTRA_PASSED": "yes", "LC_TIME": "C",
+              "HTTPS_PROXY": "http://127.0.0.1:3128", "CODEX_SOMETHING": "c"}
+    for name, value in {**unrelated, **wanted}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("RUST_LOG", raising=False)
-    conn = app_server()
+    conn = app_server(provider_keys=("MOCK_PROVIDER_KEY",), env_passthrough=("EXTRA_*",))
     raw = Path(f"/proc/{conn.pid}/environ").read_bytes().decode()
     environ = dict(entry.split("=", 1) for entry in raw.split("\0") if "=" in entry)
-    assert sorted(set(host_secrets) & set(environ)) == []
-    for name, value in provider.items():
+    assert sorted(set(unrelated) & set(environ)) == []
+    for name, value in wanted.items():
         assert environ[name] == value
     assert environ["RUST_LOG"] == "warn"
     assert environ["CODEX_HOME"] == str(codex_home)
+    assert environ["HOME"] == os.environ["HOME"]
     if codex_binary.path_prepend:
         assert environ["PATH"].split(os.pathsep)[0] == codex_binary.path_prepend
 

@@ -4,7 +4,10 @@ codex asks only when an action needs to leave its sandbox (a command to escalate
 extra permissions, an MCP tool call). Each request is decided when it arrives — so a ``/yolo``
 toggled mid-session counts for the next request — in this order:
 
-1. a command Hermes hard-blocks (``rm -rf /`` and friends) or a user deny rule: decline;
+1. a command Hermes hard-blocks (``rm -rf /`` and friends) or a user deny rule, or a file change
+   in a protected place (:mod:`.protected`: the host's credentials and state, codex's login,
+   ``~/.ssh``, ``/etc``): decline. A command that names a protected place skips steps 2–4:
+   only a person can allow it;
 2. approvals bypassed — ``approvals.mode: off`` (YAML ``off`` is ``False``), ``--yolo`` /
    ``HERMES_YOLO_MODE`` (frozen at import), or this session's ``/yolo``: accept;
 3. cron: ``approvals.cron_mode`` (``approve`` accepts, anything else declines);
@@ -18,6 +21,12 @@ Choices map ``once → accept``, ``session/always → acceptForSession`` (Hermes
 ``deny/timeout → decline``. The ``pre_approval_request`` / ``post_approval_response`` plugin hooks
 fire around every question asked. No LLM is consulted ("smart" mode asks like "manual") and nothing
 is downloaded.
+
+What a prompt shows is redacted line by line (it may go to a third-party chat service), and a
+prompt is withdrawn the moment its question lapses — the turn ended, was interrupted or
+``/stop``-ped, or codex resolved the request itself: the gateway's queue entry is resolved as a
+denial and removed (so the user's next ``/approve`` answers the question they see), and the CLI's
+prompt is dismissed.
 """
 
 from __future__ import annotations
@@ -26,21 +35,29 @@ import contextvars
 import fnmatch
 import logging
 import shlex
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_codex_runtime.hermes import protected
 from hermes_codex_runtime.hermes.probe import symbol
-from hermes_codex_runtime.hermes.settings import approvals_section
+from hermes_codex_runtime.hermes.settings import (
+    SettingError,
+    approvals_section,
+    hermes_home,
+    plugin_settings,
+)
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest
+from hermes_codex_runtime.wire import redact
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 
 _CHOICES = {"once": Decision.ACCEPT, "session": Decision.ACCEPT_FOR_SESSION,
             "always": Decision.ACCEPT_FOR_SESSION}
-SENSITIVE_PREFIXES = ("/etc/", "/boot/", "/usr/lib/systemd/", "/private/etc/", "/private/var/",
-                      "/var/run/docker.sock", "/run/docker.sock")
+CLI_DISMISS_WINDOW = 2.0  # how long a withdrawal waits for a CLI prompt that is about to open
 
 
 @dataclass(slots=True)
@@ -54,6 +71,7 @@ class ApprovalScope:
     gateway: bool
     cron: bool
     platform: str
+    protected_roots: list[str]
 
 
 def capture_scope(agent: Any) -> ApprovalScope:
@@ -85,8 +103,13 @@ def capture_scope(agent: Any) -> ApprovalScope:
     cron = platform == "cron" or bool(os.environ.get("HERMES_CRON_SESSION"))
     if not session_key:
         session_key = str(getattr(agent, "session_id", "") or "")
+    try:
+        codex_home = plugin_settings().codex_home
+    except SettingError:
+        codex_home = None
     return ApprovalScope(contextvars.copy_context(), session_key, cli_callback,
-                         gateway and not cron, cron, platform)
+                         gateway and not cron, cron, platform,
+                         protected.protected_roots(hermes_home(), codex_home))
 
 
 def _module() -> Any:
@@ -121,7 +144,10 @@ def _describe(request: ApprovalRequest) -> tuple[str, str, str]:
             kind_name = kind.get("type") if isinstance(kind, Mapping) else "update"
             lines.append(f"{kind_name} {change.get('path')}")
             diff = str(change.get("diff") or "")
-            if diff:
+            if diff and protected.is_credential_file(str(change.get("path") or "")):
+                lines.append(f"    (contents hidden: {len(diff.splitlines())} line(s) of a "
+                             "credentials file)")
+            elif diff:
                 lines.extend("    " + line for line in diff.splitlines()[:40])
         what = "apply_patch: " + (", ".join(
             str(c.get("path")) for c in request.changes if c.get("path")) or "files")
@@ -147,14 +173,6 @@ def _describe(request: ApprovalRequest) -> tuple[str, str, str]:
             f"{request.params.get('serverName') or 'codex'} asks for input", "codex:other")
 
 
-def _sensitive(request: ApprovalRequest) -> bool:
-    for change in request.changes:
-        path = str(change.get("path") or "")
-        if path.startswith(SENSITIVE_PREFIXES) or path.endswith("/.hermes/config.yaml"):
-            return True
-    return False
-
-
 def decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decision:
     """The decision for one request (runs inside the turn's captured context)."""
     try:
@@ -175,33 +193,45 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
             Decision.DECLINE
     what, description, pattern = _describe(request)
     if request.kind == "command" and approval is not None and _hardline(approval, what):
-        log.warning("codex-runtime: declined a command Hermes never runs: %s", what)
+        log.warning("codex-runtime: declined a command Hermes never runs: %s", redact(what))
         return Decision.DECLINE
-    if request.kind == "file_change" and _sensitive(request):
-        log.warning("codex-runtime: declined a change to a protected path: %s", what)
+    target = protected.protected_target(request.kind, what, request.changes, request.params,
+                                        request.cwd, scope.protected_roots)
+    if target and request.kind == "file_change":
+        log.warning("codex-runtime: declined a change to a protected path (%s): %s", target,
+                    redact(what))
         return Decision.DECLINE
     if approval is None:
         return Decision.DECLINE  # no approval machinery: nobody can answer
-    if _bypass(approval):
+    auto = target is None  # a protected place is never approved without a person
+    if auto and _bypass(approval):
         return Decision.ACCEPT
     if scope.cron:
         mode = _call(approval, "_get_cron_approval_mode", default="deny")
-        return Decision.ACCEPT if mode == "approve" else Decision.DECLINE
+        return Decision.ACCEPT if auto and mode == "approve" else Decision.DECLINE
     key = scope.session_key
-    if request.kind == "command" and _call(approval, "_command_matches_permanent_allowlist",
-                                           what, default=False):
+    host_redact = symbol("agent.redact", "redact_sensitive_text", feature="redaction")
+    shown_what = protected.prompt_text(what, host_redact)
+    shown_description = protected.prompt_text(description, host_redact)
+    pattern = protected.prompt_text(pattern, host_redact)
+    if target:
+        shown_description += f"\n(it touches {target}: approve only if you meant it)"
+    if auto and request.kind == "command" and _call(
+            approval, "_command_matches_permanent_allowlist", what, default=False):
         return Decision.ACCEPT
-    if key and _call(approval, "is_approved", key, pattern, default=False):
+    if auto and key and _call(approval, "is_approved", key, pattern, default=False):
         return Decision.ACCEPT_FOR_SESSION
-    allow_permanent = request.kind == "command"
-    hook_args = {"command": what, "description": description, "pattern_key": pattern,
-                 "pattern_keys": [pattern], "session_key": key}
+    allow_permanent = request.kind == "command" and auto
+    hook_args = {"command": shown_what, "description": shown_description,
+                 "pattern_key": pattern, "pattern_keys": [pattern], "session_key": key}
+    if request.cancelled.is_set():
+        return Decision.DECLINE  # the turn already ended: ask nobody
     if scope.gateway:
-        choice = _ask_gateway(approval, key, what, description, pattern, allow_permanent,
-                              request)
+        choice = _ask_gateway(approval, key, shown_what, shown_description, pattern,
+                              allow_permanent, request)
     elif callable(scope.cli_callback):
-        choice = _ask_cli(approval, scope.cli_callback, hook_args, what, description,
-                          allow_permanent)
+        choice = _ask_cli(approval, scope.cli_callback, hook_args, shown_what,
+                          shown_description, allow_permanent, request)
     else:
         log.info("codex-runtime: no one can answer codex's approval request (%s); declining",
                  request.kind)
@@ -209,6 +239,8 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     if request.cancelled.is_set():
         return Decision.DECLINE  # the turn ended meanwhile; the session drops the answer anyway
     decision = _CHOICES.get(str(choice or "").lower(), Decision.DECLINE)
+    if target and decision.accepts:
+        return Decision.ACCEPT  # once: a protected place is never remembered as approved
     if decision.accepts and key and choice in ("session", "always"):
         _call(approval, "approve_session", key, pattern)
     if choice == "always" and allow_permanent:
@@ -287,11 +319,24 @@ def _ask_gateway(approval: Any, key: str, what: str, description: str, pattern: 
     if notify is None:
         log.info("codex-runtime: this gateway session has no approval channel; declining")
         return None
-    redact = symbol("agent.redact", "redact_sensitive_text", feature="redaction")
-    shown = redact(what) if callable(redact) else what
-    data = {"command": shown, "description": description, "pattern_key": pattern,
+    data = {"command": what, "description": description, "pattern_key": pattern,
             "pattern_keys": [pattern], "allow_permanent": allow_permanent}
-    outcome = await_decision(key, notify, data, surface="gateway")
+
+    def withdraw() -> None:
+        _withdraw_gateway_entry(approval, key, data)
+
+    def notify_unless_withdrawn(payload: Any) -> None:
+        # Runs after Hermes queued the entry: a question that lapsed meanwhile is never sent
+        # (raising here makes Hermes drop the entry at once).
+        if request.cancelled.is_set():
+            raise RuntimeError("the codex turn ended before the approval prompt was sent")
+        notify(payload)
+
+    request.cancelled.add_callback(withdraw)
+    try:
+        outcome = await_decision(key, notify_unless_withdrawn, data, surface="gateway")
+    finally:
+        request.cancelled.remove_callback(withdraw)
     if not isinstance(outcome, Mapping) or outcome.get("notify_failed") \
             or not outcome.get("resolved"):
         return None
@@ -299,10 +344,59 @@ def _ask_gateway(approval: Any, key: str, what: str, description: str, pattern: 
     return choice if isinstance(choice, str) else None
 
 
+def _withdraw_gateway_entry(approval: Any, key: str, data: dict[str, Any]) -> None:
+    """Resolve OUR pending gateway entry as a denial and take it out of the session's queue, so
+    the user's next ``/approve`` answers the question they can see, not this lapsed one."""
+    lock = getattr(approval, "_lock", None)
+    queues = getattr(approval, "_gateway_queues", None)
+    if lock is None or not isinstance(queues, dict):
+        symbol("tools.approval", "_gateway_queues", feature="withdrawing lapsed gateway prompts")
+        return
+    withdrawn = None
+    with lock:
+        entries = queues.get(key) or []
+        for entry in list(entries):
+            if getattr(entry, "data", None) is data:
+                entries.remove(entry)
+                withdrawn = entry
+        if not entries:
+            queues.pop(key, None)
+    if withdrawn is not None:
+        withdrawn.result = "deny"
+        withdrawn.event.set()
+        log.info("codex-runtime: withdrew a gateway approval prompt whose codex turn ended")
+
+
+def _dismiss_cli_prompt(cli: Any, command: str) -> None:
+    """Answer the CLI's open prompt for ``command`` with a denial, the way Hermes itself clears
+    a prompt on interrupt. The prompt may be a moment from opening: wait for it, briefly."""
+    deadline = time.monotonic() + CLI_DISMISS_WINDOW
+    while time.monotonic() < deadline:
+        state = getattr(cli, "_approval_state", None)
+        if isinstance(state, dict) and state.get("command") == command:
+            answers = state.get("response_queue")
+            if answers is not None:
+                answers.put("deny")
+                log.info("codex-runtime: dismissed a CLI approval prompt whose codex turn ended")
+            return
+        time.sleep(0.05)
+
+
 def _ask_cli(approval: Any, callback: Any, hook_args: dict[str, Any], what: str,
-             description: str, allow_permanent: bool) -> str | None:
+             description: str, allow_permanent: bool,
+             request: ApprovalRequest) -> str | None:
     fire = getattr(approval, "_fire_approval_hook", None)
     prompt = getattr(approval, "prompt_dangerous_approval", None)
+    cli = getattr(callback, "__self__", None)
+    dismiss: Callable[[], None] | None = None
+    if cli is not None and hasattr(cli, "_approval_state"):
+        def dismiss() -> None:
+            threading.Thread(target=_dismiss_cli_prompt, args=(cli, what),
+                             name="codex-dismiss-prompt", daemon=True).start()
+
+        request.cancelled.add_callback(dismiss)
+    else:
+        symbol("cli", "HermesCLI._approval_state", feature="dismissing lapsed CLI prompts")
     if callable(fire):
         fire("pre_approval_request", surface="cli", **hook_args)
     choice: str | None
@@ -315,6 +409,9 @@ def _ask_cli(approval: Any, callback: Any, hook_args: dict[str, Any], what: str,
     except Exception:
         log.exception("codex-runtime: the approval prompt failed; declining")
         choice = "deny"
+    finally:
+        if dismiss is not None:
+            request.cancelled.remove_callback(dismiss)
     if callable(fire):
         fire("post_approval_response", surface="cli", choice=choice, **hook_args)
     return choice if isinstance(choice, str) else None

@@ -30,10 +30,12 @@ def remember_agent(agent: Any, session_key: str) -> None:
         return
     with _recent_lock:
         _recent[session_key or ""] = ref
-        _recent["__last__"] = ref
 
 
 def _current_agent() -> Any:
+    """The agent of the session asking. With a session key, only that session's agent — never
+    another user's in a multi-user gateway. Without one (a bare CLI), the only session there is,
+    if there is exactly one."""
     key = ""
     get_key = symbol("tools.approval", "get_current_session_key")
     if callable(get_key):
@@ -42,7 +44,11 @@ def _current_agent() -> Any:
         except Exception:
             key = ""
     with _recent_lock:
-        ref = _recent.get(key) or _recent.get("__last__")
+        if key:
+            ref = _recent.get(key)
+        else:
+            live = {id(agent): r for r in _recent.values() if (agent := r()) is not None}
+            ref = next(iter(live.values())) if len(live) == 1 else None
     return ref() if ref is not None else None
 
 

@@ -127,6 +127,24 @@ SYMBOLS: tuple[HostSymbol, ...] = (
     ),
     HostSymbol(
         "tools.approval",
+        "_gateway_queues",
+        "withdrawing a lapsed gateway prompt (its entry resolved as deny and removed)",
+        False,
+    ),
+    HostSymbol(
+        "tools.approval",
+        "_ApprovalEntry",
+        "the queued entry a withdrawal resolves (.data identifies ours; .result, .event)",
+        False,
+    ),
+    HostSymbol(
+        "cli",
+        "HermesCLI._approval_callback",
+        "the CLI prompt a withdrawal dismisses (_approval_state: command, response_queue)",
+        False,
+    ),
+    HostSymbol(
+        "tools.approval",
         "_fire_approval_hook",
         "pre_approval_request / post_approval_response around CLI prompts",
         True,
@@ -223,6 +241,12 @@ SYMBOLS: tuple[HostSymbol, ...] = (
     ),
     HostSymbol(
         "tools.approval", "register_gateway_notify", "tests: a gateway approval channel", False
+    ),
+    HostSymbol(
+        "hermes_cli.config",
+        "OPTIONAL_ENV_VARS",
+        "tests: every credential Hermes' .env knows (password-flagged)",
+        False,
     ),
     HostSymbol(
         "hermes_cli.plugins",

@@ -21,6 +21,15 @@ from hermes_codex_runtime.hermes.settings import (
 PLUGIN_NAME = "codex-runtime"
 
 
+def settings_or_none() -> Any:
+    """The plugin's validated settings, or ``None`` when config.yaml has a bad value (reported
+    by :func:`hermes_checks`)."""
+    try:
+        return plugin_settings(load_config())
+    except SettingError:
+        return None
+
+
 def hermes_checks() -> tuple[list[Check], str | None, str | None]:
     """The Hermes checks, plus the ``codex_bin`` / ``codex_home`` settings for the codex ones."""
     checks: list[Check] = []

@@ -93,6 +93,8 @@ class HermesHost:
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
             sandbox=settings.sandbox,
+            env_passthrough=settings.env_passthrough,
+            command_env_passthrough=settings.command_env_passthrough,
             client_version=_hermes_version(),
             registry_path=str(registry_path()),
         )

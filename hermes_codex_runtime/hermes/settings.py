@@ -10,7 +10,12 @@ Keys (all optional):
 * ``model.codex_sandbox`` — ``read-only`` / ``workspace-write`` / ``danger-full-access``;
 * ``model.codex_model`` / ``model.codex_model_provider`` — the model (and the
   ``[model_providers]`` entry of codex's config.toml) codex should use; by default codex's own
-  config decides.
+  config decides;
+* ``model.codex_env_passthrough`` — further environment variable names (or ``PREFIX_*`` globs)
+  the codex process may inherit; by default it gets only what a process needs plus the
+  credential of the model provider its ``config.toml`` selects;
+* ``model.codex_command_env_passthrough`` — names (or globs) the commands the model runs may
+  inherit; by default they get no credential at all.
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.
@@ -118,6 +123,8 @@ class PluginSettings:
     sandbox: str | None
     codex_model: str | None = None
     codex_model_provider: str | None = None
+    env_passthrough: tuple[str, ...] = ()
+    command_env_passthrough: tuple[str, ...] = ()
 
 
 def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
@@ -144,6 +151,8 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise SettingError(f"model.{key} must be a non-empty string, got {value!r}")
         names[key] = value.strip() if isinstance(value, str) else None
+    passthrough = {key: _names(model, key)
+                   for key in ("codex_env_passthrough", "codex_command_env_passthrough")}
     return PluginSettings(
         codex_bin=os.path.expanduser(codex_bin.strip()) if isinstance(codex_bin, str) else None,
         codex_home=os.path.expanduser(codex_home) if codex_home else None,
@@ -151,4 +160,21 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         sandbox=sandbox,
         codex_model=names["codex_model"],
         codex_model_provider=names["codex_model_provider"],
+        env_passthrough=passthrough["codex_env_passthrough"],
+        command_env_passthrough=passthrough["codex_command_env_passthrough"],
     )
+
+
+def _names(model: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    from hermes_codex_runtime.wire.env import valid_name_pattern
+
+    value = model.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(valid_name_pattern(v) for v in value):
+        raise SettingError(
+            f"model.{key} must be a list of environment variable names (or PREFIX_* globs), "
+            f"e.g. [GITHUB_TOKEN], got {value!r}")
+    return tuple(dict.fromkeys(str(v) for v in value))

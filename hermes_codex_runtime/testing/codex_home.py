@@ -144,11 +144,13 @@ def prepare_codex_home(
     mcp_servers: Mapping[str, Mapping[str, Any]] | None = None,
     extra_toml: str = "",
     context_window: int = MOCK_CONTEXT_WINDOW,
+    env_key: str | None = None,
 ) -> Path:
     """Write ``config.toml`` (and the model catalog) into ``directory`` and return it.
 
     ``approval_policy = "untrusted"`` is refused here: in config.toml it makes the app-server
-    exit before answering ``initialize`` — pass it on ``thread/start`` instead.
+    exit before answering ``initialize`` — pass it on ``thread/start`` instead. ``env_key``
+    names the environment variable holding the provider's API key (sent as a bearer token).
     """
     if approval_policy == "untrusted":
         raise ValueError("approval_policy 'untrusted' in config.toml makes codex exit at start-up;"
@@ -173,6 +175,7 @@ def prepare_codex_home(
         'wire_api = "responses"',
         "request_max_retries = 0",
         "stream_max_retries = 0",
+        *([f"env_key = {_toml_value(env_key)}"] if env_key else []),
         "",
         "[features]",
         *(f"{name} = {_toml_value(bool(on))}" for name, on in feature_table.items()),

@@ -342,6 +342,13 @@ class FakeAppServer:
             turn["error"] = error
         self.notify("turn/completed", {"threadId": thread_id, "turn": turn})
 
+    def _register_request(self, request: JsonObject) -> JsonObject:
+        """A server request whose reply is recorded (logged as a reply) but not awaited."""
+        rid = next(self._server_ids)
+        with self._waiting_lock:
+            self._waiting[rid] = (request["method"], threading.Event(), [])
+        return {"id": rid, "method": request["method"], "params": request.get("params", {})}
+
     def _server_request(self, method: str, params: JsonObject, timeout: float) -> JsonObject:
         rid = next(self._server_ids)
         event = threading.Event()
@@ -507,6 +514,27 @@ class FakeAppServer:
                                              error={"message": e.get("message", "error"),
                                                     "codexErrorInfo": e.get("info"),
                                                     "additionalDetails": e.get("details")}))
+        if "complete_then_requests" in step:
+            # turn/completed and server requests in ONE write (the client reads them in one
+            # burst), then more requests ``later`` seconds after (between turns).
+            spec = step["complete_then_requests"]
+            turn = {"id": turn_id, "items": [], "status": "completed"}
+            lines: list[JsonObject] = [{"method": "turn/completed",
+                                        "params": {"threadId": thread_id, "turn": turn},
+                                        "emittedAtMs": self._now_ms()}]
+            lines += [self._register_request(r) for r in spec.get("now", ())]
+            for message in lines:
+                self._check_outbound(message)
+            self._write_raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+            later = spec.get("later", ())
+            if later:
+                def send_later() -> None:
+                    time.sleep(float(spec.get("after", 0.3)))
+                    for request in later:
+                        self.send(self._register_request(request))
+
+                threading.Thread(target=send_later, daemon=True).start()
+            return "ended"
         if "complete_twice" in step:
             self._complete(thread_id, turn_id, "completed")
             self._complete(thread_id, turn_id, "completed")  # a duplicated turn/completed

@@ -208,8 +208,13 @@ class MockResponsesProvider:
     """
 
     def __init__(self, script: Iterable[ReplySource] = (),
-                 default: ReplySource | None = None) -> None:
+                 default: ReplySource | None = None, *,
+                 required_key: str | None = None) -> None:
         self._script: deque[ReplySource] = deque(script)
+        #: When set, a request without ``Authorization: Bearer <required_key>`` gets HTTP 401
+        #: (a provider credential that did not reach codex shows as a failed turn).
+        self.required_key = required_key
+        self.refused_unauthenticated = 0
         self._default: ReplySource = default or text("ok")
         self._lock = threading.Lock()
         self.requests: list[JsonObject] = []
@@ -364,6 +369,13 @@ def _make_handler(provider: MockResponsesProvider) -> type[BaseHTTPRequestHandle
             except ValueError:
                 provider.unexpected.append("POST /responses with a body that is not JSON")
                 self._json(400, {"error": {"message": "body is not JSON"}})
+                return
+            if provider.required_key is not None and self.headers.get(
+                    "Authorization") != f"Bearer {provider.required_key}":
+                provider.refused_unauthenticated += 1
+                self._json(401, {"error": {"type": "invalid_request_error",
+                                           "code": "invalid_api_key",
+                                           "message": "Incorrect API key provided."}})
                 return
             reply = provider._next_reply(body)
             if reply.delay:

@@ -10,13 +10,19 @@ from hermes_codex_runtime.wire.binary import (
     probe_version,
     resolve_codex_binary,
 )
+from hermes_codex_runtime.wire.codex_config import provider_credential_names
 from hermes_codex_runtime.wire.connection import (
     AppServerConnection,
     Inbound,
     ServerInfo,
     SpawnOptions,
 )
-from hermes_codex_runtime.wire.env import is_host_private, scrubbed_environment, spawn_environment
+from hermes_codex_runtime.wire.env import (
+    allowed_environment,
+    command_env_policy,
+    command_environment,
+    spawn_environment,
+)
 from hermes_codex_runtime.wire.errors import (
     CodexBinaryError,
     RequestTimeout,
@@ -38,11 +44,13 @@ __all__ = [
     "SpawnOptions",
     "TransportClosed",
     "WireError",
-    "is_host_private",
+    "allowed_environment",
+    "command_env_policy",
+    "command_environment",
     "parse_version",
     "probe_version",
+    "provider_credential_names",
     "redact",
     "resolve_codex_binary",
-    "scrubbed_environment",
     "spawn_environment",
 ]

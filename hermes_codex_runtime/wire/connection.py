@@ -29,7 +29,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -119,6 +119,8 @@ class SpawnOptions:
     client_title: str = "Hermes Agent (codex runtime)"
     opt_out_notifications: Sequence[str] = field(default_factory=tuple)
     registry_path: str | None = None  # record the process for orphan reaping (see registry)
+    provider_keys: Sequence[str] = ()  # the model provider's credential names (codex_config)
+    env_passthrough: Sequence[str] = ()  # further names (or globs) the user lets through
 
 
 class _Waiter:
@@ -154,6 +156,8 @@ class AppServerConnection:
         self._close_lock = threading.Lock()
         self._inbound: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._inbound_ended = False
+        self._route_lock = threading.Lock()
+        self._idle_handler: Callable[[Inbound], None] | None = None
         self.dropped_deltas = 0
         self._transport_error: str | None = None
         self._closed = False
@@ -186,6 +190,8 @@ class AppServerConnection:
             codex_home=opts.codex_home,
             path_prepend=binary.path_prepend,
             extra=opts.extra_env,
+            provider_keys=opts.provider_keys,
+            passthrough=opts.env_passthrough,
         )
         argv = [binary.path, "app-server", *opts.extra_args]
         try:
@@ -375,6 +381,26 @@ class AppServerConnection:
             items.append(item)  # type: ignore[arg-type]
         return items
 
+    def set_idle_handler(self, handler: Callable[[Inbound], None] | None) -> None:
+        """While no consumer drives the stream (between turns), ``handler`` receives every
+        notification and server request on the reader thread, so a request that arrives then
+        (e.g. a token refresh) is answered at once. Setting it first hands it what is already
+        queued, in order; ``None`` sends messages to the inbound stream again. The handler must
+        be quick: it runs on the reader thread."""
+        with self._route_lock:
+            self._idle_handler = handler
+            if handler is None:
+                return
+            for item in self.drain(limit=1_000_000):
+                self._call_idle_handler(handler, item)
+
+    @staticmethod
+    def _call_idle_handler(handler: Callable[[Inbound], None], item: Inbound) -> None:
+        try:
+            handler(item)
+        except Exception:
+            log.exception("the idle message handler raised; continuing")
+
     def wake(self, reason: str = "wake") -> None:
         """Wake a consumer blocked in :meth:`next_inbound` from another thread (an interrupt, a
         decided approval). It receives a local marker: ``Inbound("$local/<reason>", {})`` —
@@ -421,17 +447,27 @@ class AppServerConnection:
             if not isinstance(params, dict):
                 params = {}
             rid = message.get("id")
-            if rid is not None and not isinstance(rid, int | str):
+            if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
                 self._note_diagnostic("server request with an invalid id", line)
                 return
             if rid is None and method in DROPPABLE and self._inbound.qsize() > MAX_QUEUED:
                 self.dropped_deltas += 1
                 return
-            self._inbound.put(Inbound(method, params, rid))
+            inbound = Inbound(method, params, rid)
+            with self._route_lock:
+                handler = self._idle_handler
+                if handler is None:
+                    self._inbound.put(inbound)
+                    return
+                self._call_idle_handler(handler, inbound)
             return
         if "id" in message and ("result" in message or "error" in message):
+            rid = message["id"]
+            if not isinstance(rid, int | str) or isinstance(rid, bool):
+                self._note_diagnostic("reply with an invalid id", line)
+                return
             with self._pending_lock:
-                waiter = self._pending.pop(message["id"], None)
+                waiter = self._pending.pop(rid, None)
             if waiter is None:
                 self._note_diagnostic("reply to an unknown request id", line)
                 return

@@ -1,104 +1,105 @@
-"""The environment a codex app-server child is spawned with.
+"""The environments codex sees: the app-server process's, and the one its commands inherit.
 
-Owns the scrub policy: codex is a model-driving executor that runs model-chosen shell commands, so
-it receives the model-provider credentials it needs (``OPENAI_API_KEY``, Azure/AWS provider keys,
-``CODEX_*``) but never the host's private secrets — chat-bot tokens, GitHub tokens, gateway relay
-and dashboard/session secrets, side-LLM keys, anything named ``*_SECRET*`` or ``*_BOT_TOKEN``.
-The caller can always pass an explicit environment instead; this is only the default.
+Owns the credential policy, which is an **allow-list** in two places:
+
+* **The app-server process** gets what a process needs to run (:data:`PROCESS_NAMES`,
+  :data:`PROCESS_PATTERNS`: ``PATH``, ``HOME``, locale, terminal, temp dirs, proxies and CA bundles,
+  toolchain locations, ``CODEX_*``, ``RUST_LOG``), plus the credential of the model provider codex
+  is configured to use (:mod:`.codex_config` finds its name), plus the names the host passes
+  through. Nothing else: a bot token, a password-manager token, another provider's key or a
+  database URL in the host's environment never reaches codex.
+* **Commands the model runs** get even less — codex's own ``shell_environment_policy`` is sent
+  with every thread (:func:`command_env_policy`): the same process allow-list without any
+  credential, not even the provider key codex itself uses, plus the names the host passes
+  through for commands.
+
+The caller can pass an explicit environment instead (tests, custom launchers); it is then used as
+given. Names are matched case-sensitively; patterns are shell globs.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-# Host-private names that never reach codex, whatever their shape.
-HOST_PRIVATE_NAMES: frozenset[str] = frozenset(
+#: What any process needs to run: identity, shell, locale, terminal, time zone, temp dirs.
+PROCESS_NAMES: frozenset[str] = frozenset(
     {
-        "GH_TOKEN",
-        "GITHUB_TOKEN",
-        "GITHUB_APP_ID",
-        "GITHUB_APP_PRIVATE_KEY_PATH",
-        "GITHUB_APP_INSTALLATION_ID",
-        "TELEGRAM_BOT_TOKEN",
-        "DISCORD_BOT_TOKEN",
-        "SLACK_BOT_TOKEN",
-        "SLACK_APP_TOKEN",
-        "SLACK_SIGNING_SECRET",
-        "MATTERMOST_TOKEN",
-        "MATRIX_ACCESS_TOKEN",
-        "GATEWAY_ALLOWED_USERS",
-        "GATEWAY_ALLOW_ALL_USERS",
-        "GATEWAY_RELAY_ID",
-        "GATEWAY_RELAY_SECRET",
-        "GATEWAY_RELAY_DELIVERY_KEY",
-        "HASS_TOKEN",
-        "EMAIL_PASSWORD",
-        "HERMES_DASHBOARD_SESSION_TOKEN",
-        "API_SERVER_KEY",
-        "MODAL_TOKEN_ID",
-        "MODAL_TOKEN_SECRET",
-        "DAYTONA_API_KEY",
+        "PATH", "HOME", "USER", "LOGNAME", "USERNAME", "SHELL", "LANG", "LANGUAGE", "TERM",
+        "COLORTERM", "NO_COLOR", "TZ", "TMPDIR", "TEMP", "TMP", "PWD",
+        # proxies and CA bundles (a corporate network needs them to reach anything)
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+        "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT", "AWS_CA_BUNDLE",
+        # where toolchains live (no credentials)
+        "JAVA_HOME", "GOPATH", "GOROOT", "GOBIN", "CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT",
+        "NVM_DIR", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "DOTNET_ROOT",
+        "EDITOR", "VISUAL", "PAGER",
+        # codex's own diagnostics
+        "RUST_LOG", "RUST_BACKTRACE",
     }
 )
+#: Pattern-shaped names of the same kind.
+PROCESS_PATTERNS: tuple[str, ...] = ("LC_*", "XDG_*")
+#: codex's own settings (``CODEX_HOME``, ``CODEX_API_KEY``…): codex reads them, commands don't
+#: need them.
+CODEX_PATTERN = "CODEX_*"
 
-# Shapes of host-private names (matched case-insensitively).
-HOST_PRIVATE_PATTERNS: tuple[str, ...] = (
-    "*SECRET*",
-    "*_BOT_TOKEN",
-    "*_APP_TOKEN",
-    "GITHUB_*TOKEN*",
-    "GH_*TOKEN*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*DASHBOARD*TOKEN*",
-    "*SESSION_TOKEN",
-    "*SESSION_SECRET*",
-    "*WEBHOOK*",
-    "AUXILIARY_*_API_KEY",
-    "AUXILIARY_*_BASE_URL",
-    "GATEWAY_RELAY_*_KEY",
-    "GATEWAY_RELAY_*_TOKEN",
-    "_HERMES_FORCE_*",
-)
-
-# Model-provider credentials codex may need: these flow even when a pattern above matches them.
-PROVIDER_CREDENTIALS: frozenset[str] = frozenset(
-    {
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENAI_ORG_ID",
-        "OPENAI_ORGANIZATION",
-        "OPENAI_PROJECT",
-        "AZURE_OPENAI_API_KEY",
-        "AZURE_OPENAI_ENDPOINT",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_BEARER_TOKEN_BEDROCK",
-        "AWS_REGION",
-        "AWS_PROFILE",
-        "CODEX_API_KEY",
-        "CODEX_HOME",
-    }
-)
+_NAME = re.compile(r"^[A-Za-z_*][A-Za-z0-9_*]*$")
 
 
-def is_host_private(name: str) -> bool:
-    """True when the variable ``name`` is a host secret that codex must not receive."""
-    if name in PROVIDER_CREDENTIALS:
-        return False
-    if name in HOST_PRIVATE_NAMES:
+def valid_name_pattern(value: Any) -> bool:
+    """True for an environment variable name, or a glob of one (``A_*``)."""
+    return isinstance(value, str) and bool(_NAME.match(value)) and value.strip("*") != ""
+
+
+def _matches(name: str, names: Iterable[str], patterns: Iterable[str]) -> bool:
+    if name in names:
         return True
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in HOST_PRIVATE_PATTERNS)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
-def scrubbed_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Return ``base`` (default: ``os.environ``) without host-private secrets."""
-    source = os.environ if base is None else base
-    return {name: value for name, value in source.items() if not is_host_private(name)}
+def _split(entries: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    names = frozenset(e for e in entries if "*" not in e)
+    patterns = tuple(e for e in entries if "*" in e)
+    return names, patterns
+
+
+def allowed_environment(
+    source: Mapping[str, str] | None = None,
+    *,
+    provider_keys: Iterable[str] = (),
+    passthrough: Iterable[str] = (),
+) -> dict[str, str]:
+    """The allow-listed part of ``source`` (default: ``os.environ``) for the app-server process:
+    what a process needs, ``CODEX_*``, the model provider's credential names and ``passthrough``
+    (names or globs the user chose)."""
+    env = os.environ if source is None else source
+    extra_names, extra_patterns = _split([*provider_keys, *passthrough])
+    names = PROCESS_NAMES | extra_names
+    patterns = (*PROCESS_PATTERNS, CODEX_PATTERN, *extra_patterns)
+    return {name: value for name, value in env.items() if _matches(name, names, patterns)}
+
+
+def command_env_policy(passthrough: Iterable[str] = ()) -> dict[str, Any]:
+    """codex's ``shell_environment_policy`` for the commands the model runs: they inherit only
+    what a process needs, plus ``passthrough`` — never a credential, not even the provider key the
+    app-server itself holds. (codex adds its own ``CODEX_THREAD_ID``-style markers after this
+    filter.)"""
+    include = sorted(PROCESS_NAMES) + list(PROCESS_PATTERNS)
+    include += [entry for entry in passthrough if entry not in include]
+    return {"inherit": "all", "include_only": include}
+
+
+def command_environment(source: Mapping[str, str],
+                        passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """What :func:`command_env_policy` leaves of ``source`` (for display: doctor, tests)."""
+    names, patterns = _split(command_env_policy(passthrough)["include_only"])
+    return {name: value for name, value in source.items() if _matches(name, names, patterns)}
 
 
 def spawn_environment(
@@ -107,15 +108,20 @@ def spawn_environment(
     codex_home: str | None = None,
     path_prepend: str | None = None,
     extra: Mapping[str, str] | None = None,
+    provider_keys: Iterable[str] = (),
+    passthrough: Iterable[str] = (),
 ) -> dict[str, str]:
     """The environment for ``codex app-server``.
 
     ``base`` is used as given when the caller passes one (the caller decides); otherwise the
-    current environment is scrubbed. ``RUST_LOG`` defaults to ``warn``; ``CODEX_HOME`` is set when
-    configured; ``path_prepend`` (the bundled binary's helper directory, which holds ``rg``) goes
-    first on ``PATH``; ``extra`` is applied last.
+    current environment is allow-listed (:func:`allowed_environment`). ``RUST_LOG`` defaults to
+    ``warn``; ``CODEX_HOME`` is set when configured; ``path_prepend`` (the bundled binary's helper
+    directory, which holds ``rg``) goes first on ``PATH``; ``extra`` is applied last.
     """
-    env = scrubbed_environment() if base is None else dict(base)
+    if base is None:
+        env = allowed_environment(provider_keys=provider_keys, passthrough=passthrough)
+    else:
+        env = dict(base)
     env.setdefault("RUST_LOG", "warn")
     if codex_home:
         env["CODEX_HOME"] = os.fspath(codex_home)

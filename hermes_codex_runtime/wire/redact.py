@@ -12,6 +12,9 @@ import re
 _MASK = "[REDACTED]"
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Private keys (PEM blocks, also inside a diff whose lines carry +/- prefixes).
+    (re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----"
+                r"|\Z)", re.DOTALL), rf"-----BEGIN \1PRIVATE KEY----- {_MASK}"),
     # Authorization headers and bearer tokens.
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {_MASK}"),
     # OpenAI-style keys: sk-..., sk-proj-..., sess-..., rk-...

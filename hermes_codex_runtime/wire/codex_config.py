@@ -1,0 +1,91 @@
+"""What codex's own ``config.toml`` says about credentials: which environment variables the
+configured model provider reads.
+
+Owns one question, :func:`provider_credential_names`: for the active ``model_provider`` (the
+override the host passes, else the selected ``profile``'s, else the top-level key, else codex's
+default ``openai``), the names codex reads from its environment to authenticate — a custom
+provider's ``env_key`` and ``env_http_headers``, ``OPENAI_API_KEY`` for the built-in OpenAI
+provider, the AWS names for Amazon Bedrock. Those (and only those) are passed to the app-server.
+A missing or unreadable ``config.toml`` means codex's defaults. Read-only; never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PROVIDER = "openai"
+#: Built-in providers and the variables codex reads for them.
+BUILTIN_PROVIDER_NAMES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_ORGANIZATION",
+               "OPENAI_PROJECT"),
+    "amazon-bedrock": ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                       "AWS_BEARER_TOKEN_BEDROCK", "AWS_REGION", "AWS_DEFAULT_REGION",
+                       "AWS_PROFILE"),
+    "oss": ("CODEX_OSS_BASE_URL", "CODEX_OSS_PORT"),
+    "ollama": ("CODEX_OSS_BASE_URL", "CODEX_OSS_PORT"),
+    "lmstudio": ("CODEX_OSS_BASE_URL", "CODEX_OSS_PORT"),
+}
+
+
+def codex_home_path(codex_home: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """The codex home codex itself will use: the setting, ``$CODEX_HOME``, then ``~/.codex``."""
+    env = os.environ if environ is None else environ
+    return Path(os.path.expanduser(codex_home or env.get("CODEX_HOME") or "~/.codex"))
+
+
+def read_config(codex_home: str | None) -> dict[str, Any]:
+    """``config.toml`` of the codex home as a dict (empty when missing or unreadable)."""
+    path = codex_home_path(codex_home) / "config.toml"
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        log.warning("could not read %s (%s); assuming codex's default provider", path, exc)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def active_provider(config: Mapping[str, Any], override: str | None = None) -> str:
+    """The ``model_provider`` codex will use for a thread."""
+    if override:
+        return override
+    profile_name = config.get("profile")
+    profiles = config.get("profiles")
+    if isinstance(profile_name, str) and isinstance(profiles, Mapping):
+        profile = profiles.get(profile_name)
+        if isinstance(profile, Mapping) and isinstance(profile.get("model_provider"), str):
+            return str(profile["model_provider"])
+    provider = config.get("model_provider")
+    return provider if isinstance(provider, str) and provider else DEFAULT_PROVIDER
+
+
+def provider_credential_names(codex_home: str | None,
+                              provider_override: str | None = None) -> tuple[str, ...]:
+    """The environment variables the active model provider reads (see the module docstring)."""
+    config = read_config(codex_home)
+    provider = active_provider(config, provider_override)
+    names: list[str] = []
+    providers = config.get("model_providers")
+    entry = providers.get(provider) if isinstance(providers, Mapping) else None
+    if isinstance(entry, Mapping):
+        env_key = entry.get("env_key")
+        if isinstance(env_key, str) and env_key:
+            names.append(env_key)
+        headers = entry.get("env_http_headers")
+        if isinstance(headers, Mapping):
+            names.extend(v for v in headers.values() if isinstance(v, str) and v)
+        aws = entry.get("aws")
+        if isinstance(aws, Mapping) or provider == "amazon-bedrock":
+            names.extend(BUILTIN_PROVIDER_NAMES["amazon-bedrock"])
+    else:
+        names.extend(BUILTIN_PROVIDER_NAMES.get(provider, ()))
+    return tuple(dict.fromkeys(names))
