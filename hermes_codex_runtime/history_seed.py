@@ -117,8 +117,8 @@ def render_history_seed(messages: Sequence[Any], *, max_chars: int = DEFAULT_MAX
         cost = len(block) + 2
         if used + cost > budget:
             truncated = True
-            if not blocks and budget > 0:  # one huge message: keep its most recent part
-                blocks.append("…" + block[-(budget - 3):])
+            if not blocks and budget > 1:  # one huge message: keep its most recent part
+                blocks.append("…" + block[-(budget - 1):])  # "…" is one character
             break
         blocks.append(block)
         used += cost

@@ -15,6 +15,7 @@ list loads those names, an empty value loads none (the test suite uses that).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterable
@@ -41,9 +42,21 @@ def _third_party() -> list[tuple[str, Any]]:
             continue
         try:
             loaded.append((entry.name, entry.load()))
-        except Exception:
-            log.exception("codex-runtime plugin %r failed to load; skipping it", entry.name)
+        except Exception as exc:
+            _report_broken(entry.name, exc)
     return loaded
+
+
+_reported: set[str] = set()
+
+
+def _report_broken(name: str, exc: BaseException) -> None:
+    """One warning per broken plugin per process; the plugin is skipped, the turn goes on."""
+    if name in _reported:
+        return
+    _reported.add(name)
+    log.warning("codex-runtime plugin %r is broken and was skipped: %s: %s", name,
+                type(exc).__name__, exc)
 
 
 def make_plugin_manager(hosts: Iterable[Any] = (), *,
@@ -56,7 +69,12 @@ def make_plugin_manager(hosts: Iterable[Any] = (), *,
         for name, plugin in _third_party():
             if pm.is_registered(plugin):
                 continue
-            pm.register(plugin, name=f"entrypoint:{name}")
+            try:
+                pm.register(plugin, name=f"entrypoint:{name}")
+            except Exception as exc:  # e.g. a hook whose signature the spec does not have
+                _report_broken(name, exc)
+                with contextlib.suppress(Exception):
+                    pm.unregister(name=f"entrypoint:{name}")
     for index, host in enumerate(hosts):
         pm.register(host, name=f"host:{index}:{type(host).__name__}")
     return pm

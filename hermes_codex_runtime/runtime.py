@@ -81,6 +81,7 @@ class CodexRuntime:
         self._factory = session_factory
         self._entries: dict[int, _Entry] = {}
         self._last_thread: dict[int, str] = {}
+        self._turn_locks: dict[int, threading.RLock] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ hooks, safely
@@ -120,10 +121,17 @@ class CodexRuntime:
                 weakref.finalize(agent, self._forget, key)
         return key
 
+    def _turn_lock(self, key: int) -> threading.RLock:
+        """One agent's turns and compactions run one at a time: two concurrent first turns
+        never create two codex processes, and a compaction never races a turn."""
+        with self._lock:
+            return self._turn_locks.setdefault(key, threading.RLock())
+
     def _forget(self, key: int) -> None:
         with self._lock:
             entry = self._entries.pop(key, None)
             self._last_thread.pop(key, None)
+            self._turn_locks.pop(key, None)
         if entry is not None:
             entry.session.close()
 
@@ -188,6 +196,11 @@ class CodexRuntime:
                  images: Sequence[str] = ()) -> TurnResult:
         """Run one host turn on codex and report it through the hooks."""
         key = self._key(agent)
+        with self._turn_lock(key):
+            return self._run_turn(agent, key, user_input, messages, images)
+
+    def _run_turn(self, agent: Any, key: int, user_input: Any, messages: Sequence[Any],
+                  images: Sequence[str]) -> TurnResult:
         settings = self._settings(agent)
         if isinstance(settings, TurnResult):
             self._tell("codex_turn_finished", agent=agent, turn=settings, messages=[])
@@ -215,6 +228,10 @@ class CodexRuntime:
         """Native compaction of the agent's thread. ``report=False`` leaves the bookkeeping
         (``codex_record_compaction``/usage) to a caller that does its own."""
         key = self._key(agent)
+        with self._turn_lock(key):
+            return self._compact(agent, key, report=report)
+
+    def _compact(self, agent: Any, key: int, *, report: bool) -> TurnResult:
         entry = self._entries.get(key)
         if entry is None:
             settings = self._settings(agent)

@@ -78,6 +78,9 @@ from hermes_codex_runtime.wire import (
 log = logging.getLogger(__name__)
 
 TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
+SERVER_OVERLOADED = -32001
+DECIDER_EXIT_WAIT = 0.1
+OVERLOAD_RETRIES = 4  # then the overload is the turn's error; waits 0.1, 0.2, 0.4, 0.8 s (+jitter)
 _DELTA = "item/agentMessage/delta"
 _INTERRUPT_RETRY_WINDOW = 1.0
 
@@ -330,6 +333,7 @@ class CodexSession:
         self._pending: dict[Any, _Pending] = {}
         self._file_changes: dict[str, tuple[Mapping[str, Any], ...]] = {}
         self._decisions: queue.SimpleQueue[_Pending | None] | None = None  # this turn's
+        self._decider: threading.Thread | None = None
         self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
         self._closed = False
         self.retired = False
@@ -407,9 +411,8 @@ class CodexSession:
         stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
         if stored:
             try:
-                result = conn.request("thread/resume", thread_resume_params(
-                    stored, developer_instructions=instructions, **overrides),
-                    timeout=self.settings.request_timeout)
+                result = self._request(conn, "thread/resume", thread_resume_params(
+                    stored, developer_instructions=instructions, **overrides))
                 answered = (result.get("thread") or {}).get("id")
                 if answered == stored:
                     self.thread_id, self.thread_origin = stored, "resumed"
@@ -420,10 +423,14 @@ class CodexSession:
             except ServerError as exc:
                 log.warning("codex could not resume thread %s (%s); starting a fresh thread",
                             stored, exc.message)
+            except WireError:
+                # No answer is not "no such thread": keep it for the next attempt.
+                self._stored_thread_id = stored
+                raise
         seed_text = seed() if seed is not None else None
         combined = "\n\n".join(p for p in (instructions, seed_text) if p) or None
-        result = conn.request("thread/start", thread_start_params(
-            developer_instructions=combined, **overrides), timeout=self.settings.request_timeout)
+        result = self._request(conn, "thread/start", thread_start_params(
+            developer_instructions=combined, **overrides))
         thread_id = (result.get("thread") or {}).get("id")
         if not isinstance(thread_id, str) or not thread_id:
             raise ServerError("thread/start", -32603, "codex returned no thread id")
@@ -558,9 +565,8 @@ class CodexSession:
     def _start_and_drive(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
                          items: list[dict[str, Any]]) -> None:
         try:
-            reply = conn.request("turn/start", turn_start_params(
-                thread_id, items, effort=self.settings.effort),
-                timeout=self.settings.request_timeout)
+            reply = self._request(conn, "turn/start", turn_start_params(
+                thread_id, items, effort=self.settings.effort))
         except ServerError as exc:
             result.fail(classify(exc.data if isinstance(exc.data, dict | str) else None,
                                  exc.message), retire=False)
@@ -607,6 +613,22 @@ class CodexSession:
                 self.retired = True
 
     # ------------------------------------------------------------------ the loop
+
+    def _request(self, conn: AppServerConnection, method: str,
+                 params: dict[str, Any]) -> dict[str, Any]:
+        """A request, retried with bounded backoff and jitter while codex answers "Server
+        overloaded; retry later." (-32001)."""
+        for attempt in range(OVERLOAD_RETRIES + 1):
+            try:
+                return conn.request(method, params, timeout=self.settings.request_timeout)
+            except ServerError as exc:
+                if exc.code != SERVER_OVERLOADED or attempt == OVERLOAD_RETRIES:
+                    raise
+                delay = 0.1 * 2 ** attempt * (1 + random.random() / 2)
+                log.info("codex is overloaded (%s); retrying %s in %.2fs", exc.message, method,
+                         delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _transport_failure(self, message: str) -> Failure:
         conn = self._conn
@@ -952,10 +974,11 @@ class CodexSession:
         run there, one at a time, so neither the reader nor the turn loop waits for them, and a
         prompt left over from an earlier turn can't hold this turn's first approval up."""
         decisions: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
-        threading.Thread(target=self._decide_loop, args=(decisions,), name="codex-approvals",
-                         daemon=True).start()
+        decider = threading.Thread(target=self._decide_loop, args=(decisions,),
+                                   name="codex-approvals", daemon=True)
+        decider.start()
         with self._lock:
-            self._decisions = decisions
+            self._decisions, self._decider = decisions, decider
             self._leftover = []
         conn.set_idle_handler(None)
 
@@ -967,10 +990,13 @@ class CodexSession:
             self._active_turn = None
             pending = self._take_pending()
             decisions, self._decisions = self._decisions, None
+            decider, self._decider = self._decider, None
             leftover, self._leftover = self._leftover, []
         _withdraw(pending)
         if decisions is not None:
             decisions.put(None)
+        if decider is not None:
+            decider.join(DECIDER_EXIT_WAIT)  # at once, unless a host prompt still blocks it
         for message in leftover:
             self._idle_message(conn, message)
         with contextlib.suppress(Exception):

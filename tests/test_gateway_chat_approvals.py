@@ -200,6 +200,7 @@ class Chat:
             executor.shutdown(wait=False, cancel_futures=True)
 
 
+@pytest.mark.parametrize("interruption", ["/stop", "a new message"])
 def test_an_interrupted_chat_prompt_leaves_nothing_pending_and_one_approve_answers_the_next(
         hermes, monkeypatch, tmp_path, interruption):
     hermes.configure(approvals={"mode": "manual", "timeout": 120})  # nothing times out here

@@ -103,3 +103,17 @@ def test_a_missing_binary_names_the_setting(hermes, tmp_path):
     result = hermes.agent().run_conversation("hi")
     assert result["completed"] is False
     assert "model.codex_bin" in result["final_response"]
+
+
+def test_the_turn_seam_never_raises_even_when_set_up_fails(hermes, monkeypatch):
+    from hermes_codex_runtime.hermes import turn
+
+    def broken_manager(*args, **kwargs):
+        raise RuntimeError("a plugin manager that cannot be built")
+
+    monkeypatch.setattr(turn, "_runtime", None)
+    monkeypatch.setattr(turn, "make_plugin_manager", broken_manager)
+    result = hermes.agent().run_conversation("hello")
+    assert result["failed"] is True and result["completed"] is False
+    assert "cannot be built" in result["final_response"]
+    assert "/codex-runtime auto" in result["final_response"]

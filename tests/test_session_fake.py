@@ -453,3 +453,44 @@ def test_a_stale_prompt_never_holds_up_the_next_turns_first_approval(fake_runtim
     finally:
         release.set()
     fake_codex.assert_wire_clean()
+
+
+def test_server_overloaded_is_retried_with_bounded_backoff(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"overload": {"thread/start": 1, "turn/start": 2},
+                                   "turns": [[{"message": "made it"}]]})
+    started = time.monotonic()
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok and turn.final_text == "made it"
+    assert time.monotonic() - started < 10
+    refused = [r for r in fake_codex.log() if r.get("kind") == "request"
+               and r.get("method") in ("thread/start", "turn/start")]
+    assert [r["method"] for r in refused] == ["thread/start", "thread/start", "turn/start",
+                                              "turn/start", "turn/start"]
+
+
+def test_endless_overload_ends_as_a_classified_failure(fake_runtime, fake_codex):
+    runtime, _host = fake_runtime({"overload": {"turn/start": 99}})
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.failure is not None and "overloaded" in turn.error.lower()
+
+
+def test_a_resume_that_times_out_keeps_the_thread_for_the_next_attempt(fake_codex, tmp_path):
+    settings = SessionSettings(codex_bin=fake_codex.path, cwd=str(tmp_path), request_timeout=1.0)
+    fake_codex.set_scenario({"turns": [[{"message": "one"}]]})
+    host = RecordingHost(settings)
+    runtime = CodexRuntime(make_plugin_manager([host]))
+    first = runtime.run_turn(Agent(), "one")
+    runtime.close_all()
+    assert first.ok and host.bound == [first.thread_id]
+
+    fake_codex.set_scenario({"resume": "hang"})
+    host.seed_requests = 0
+    runtime = CodexRuntime(make_plugin_manager([host]))
+    agent = Agent()
+    failed = runtime.run_turn(agent, "two")
+    assert failed.failure is not None and failed.failure.kind is FailureKind.TRANSPORT
+    fake_codex.set_scenario({"turns": [[{"message": "three"}]]})
+    again = runtime.run_turn(agent, "three")
+    runtime.close_all()
+    assert again.ok and again.thread_origin == "resumed" and again.thread_id == first.thread_id
+    assert host.seed_requests == 0  # never started fresh

@@ -289,3 +289,20 @@ def test_a_new_agent_for_the_same_conversation_resumes_the_thread_an_idle_old_on
     assert second.ok and second.thread_origin == "resumed"
     assert second.thread_id == first.thread_id
     assert runtime.session_for(old) is None  # the idle holder was closed, not leaked
+
+
+def test_two_concurrent_first_turns_of_one_agent_share_one_codex_process(make_runtime,
+                                                                         mock_provider):
+    runtime, _host = make_runtime()
+    mock_provider.set_default(mp.text("ok"))
+    agent = Agent("one")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(runtime.run_turn(agent, "hi")))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 2 and all(r.ok for r in results)
+    assert len(make_runtime.connections) == 1  # one process, one thread, turns in turn
+    assert results[0].thread_id == results[1].thread_id

@@ -286,3 +286,20 @@ def test_a_hung_turn_still_answers_an_interrupt(fake_codex):
         messages = drain(conn)
         assert messages[-1].params["turn"]["status"] == "interrupted"
     fake_codex.assert_wire_clean()
+
+
+def test_a_lagging_consumer_gets_every_delta_coalesced_never_dropped(fake_codex):
+    """Backpressure joins queued deltas of the same item instead of dropping them: a consumer
+    that falls 50,000 deltas behind still receives the whole text, in fewer pieces."""
+    fake_codex.set_scenario({"turns": [[{"flood": 50_000, "flood_delta": "tok "}]]})
+    with spawn(fake_codex) as conn:
+        start_turn(conn)
+        deadline = time.monotonic() + BUDGET
+        while conn._inbound.qsize() < 5_000 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the consumer is busy elsewhere; codex keeps streaming
+        time.sleep(0.5)
+        messages = drain(conn)
+    deltas = [m.params["delta"] for m in messages if m.method == "item/agentMessage/delta"]
+    [completed] = [m.params["item"]["text"] for m in messages if m.method == "item/completed"]
+    assert "".join(deltas) == completed == "tok " * 50_000
+    assert len(deltas) < 50_000 and conn.coalesced_deltas > 0  # it did lag, and nothing was lost

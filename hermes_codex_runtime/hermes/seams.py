@@ -8,7 +8,7 @@ swaps module attributes:
   imports it afresh on every call, so the swap reaches every turn);
 * activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`).
 
-Class-level wiring — ``AIAgent.interrupt`` reaching the codex session, ``close`` and
+Class-level wiring — ``AIAgent.interrupt`` and ``steer`` reaching the codex session, ``close`` and
 ``release_clients`` closing it, the background review's fork kept off codex — waits until
 ``run_agent`` has finished importing: it is done by the first codex turn
 (:func:`wire_agent_class`). A missing symbol logs one line and leaves the
@@ -133,6 +133,34 @@ def wire_agent_class(cls: type) -> None:
         setattr(cls, name, wrapper)
 
     _downgrade_review_fork()
+    _wrap_steer(cls)
     wrap("interrupt", lambda agent: shared_runtime().interrupt(agent))
     wrap("close", lambda agent: shared_runtime().close(agent))
     wrap("release_clients", lambda agent: shared_runtime().close(agent))
+
+
+def _wrap_steer(cls: type) -> None:
+    """``AIAgent.steer`` (``/steer``) stores the text as Hermes' pending steer; on a codex turn it
+    is then delivered with ``turn/steer`` — or, if codex refuses, left pending for the next turn."""
+    original = getattr(cls, "steer", None)
+    if not callable(original):
+        symbol(cls.__module__, f"{cls.__name__}.steer", feature="/steer on codex turns")
+        return
+    if getattr(original, _MARK, False):
+        return
+
+    @functools.wraps(original)
+    def steer(self: Any, text: Any, *args: Any, **kwargs: Any) -> Any:
+        accepted = original(self, text, *args, **kwargs)
+        if accepted and getattr(self, "api_mode", None) == "codex_app_server":
+            from hermes_codex_runtime.hermes.turn import deliver_pending_steer
+
+            try:
+                deliver_pending_steer(self)
+            except Exception:
+                log.warning("codex-runtime: delivering /steer to codex failed; it stays pending "
+                            "for the next turn", exc_info=True)
+        return accepted
+
+    setattr(steer, _MARK, True)
+    cls.steer = steer  # type: ignore[attr-defined]

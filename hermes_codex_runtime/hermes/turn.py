@@ -11,6 +11,7 @@ partial result that says how to get going again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import weakref
@@ -87,6 +88,11 @@ class CodexSessionHandle:
             token_usage_last=None,  # recorded above, cached tokens counted once
             model_context_window=turn.model_context_window)
 
+    def request_steer(self, text: str) -> bool:
+        """Steer the agent's codex turn (``turn/steer``); True when codex took it."""
+        agent = self._agent_ref()
+        return bool(agent is not None and shared_runtime().steer(agent, text))
+
     def request_interrupt(self) -> None:
         """Interrupt the agent's codex turn."""
         agent = self._agent_ref()
@@ -98,6 +104,40 @@ class CodexSessionHandle:
         agent = self._agent_ref()
         if agent is not None:
             shared_runtime().close(agent)
+
+
+def _take_pending_steer(agent: Any) -> str | None:
+    drain = getattr(agent, "_drain_pending_steer", None)
+    if not callable(drain):
+        return None
+    text = drain()
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _restore_pending_steer(agent: Any, text: str) -> None:
+    """Put ``text`` back in front of Hermes' pending steer (what arrived meanwhile stays)."""
+    lock = getattr(agent, "_pending_steer_lock", None)
+    with lock if lock is not None else contextlib.nullcontext():
+        existing = getattr(agent, "_pending_steer", None)
+        agent._pending_steer = f"{text}\n{existing}" if existing else text
+
+
+def deliver_pending_steer(agent: Any) -> bool:
+    """Hand Hermes' pending steer to the agent's running codex turn (``turn/steer``). When no
+    turn runs, or codex refuses (e.g. right after the turn ended), it stays pending and the next
+    codex turn carries it: a steer is never lost. True when codex took it."""
+    runtime = shared_runtime()
+    session = runtime.session_for(agent)
+    if session is None or session.active_turn_id is None:
+        return False
+    text = _take_pending_steer(agent)
+    if text is None:
+        return False
+    if runtime.steer(agent, text):
+        log.info("codex-runtime: /steer delivered to the running codex turn")
+        return True
+    _restore_pending_steer(agent, text)
+    return False
 
 
 def _user_facing_error(turn: TurnResult) -> str:
@@ -165,7 +205,29 @@ def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dic
 def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_message: Any,
                               messages: list[dict[str, Any]], effective_task_id: str,
                               should_review_memory: bool = False, **_: Any) -> dict[str, Any]:
-    """Run one Hermes turn on codex (the ``api_mode == "codex_app_server"`` path)."""
+    """Run one Hermes turn on codex (the ``api_mode == "codex_app_server"`` path). Never raises
+    into Hermes: whatever fails — set-up included (wiring, building the plugin manager) — ends
+    as a failed turn that says how to get going again."""
+    try:
+        return _run_turn(agent, user_message=user_message,
+                         original_user_message=original_user_message, messages=messages,
+                         effective_task_id=effective_task_id,
+                         should_review_memory=should_review_memory)
+    except Exception as exc:
+        log.exception("codex-runtime: the codex turn could not be set up")
+        return _failed(messages, exc)
+
+
+def _failed(messages: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
+    error = f"{type(exc).__name__}: {exc}"
+    return {"final_response": f"Codex app-server turn failed: {error}. {AUTO_HINT}",
+            "messages": messages, "api_calls": 0, "completed": False, "partial": True,
+            "failed": True, "interrupted": False, "error": error, "agent_persisted": True}
+
+
+def _run_turn(agent: Any, *, user_message: Any, original_user_message: Any,
+              messages: list[dict[str, Any]], effective_task_id: str,
+              should_review_memory: bool) -> dict[str, Any]:
     from hermes_codex_runtime.hermes.seams import wire_agent_class
 
     wire_agent_class(type(agent))
@@ -203,6 +265,11 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
                 turn = TurnResult(interrupted=True, status="interrupted",
                                   submitted_user_text=str(user_message))
                 return _result(agent, turn, messages)
+        steer = _take_pending_steer(agent)  # a /steer no earlier codex turn could take
+        if steer is not None and isinstance(user_message, str):
+            user_message = f"{user_message}\n\n{steer}"
+        elif steer is not None:
+            _restore_pending_steer(agent, steer)  # not a text turn: keep it for later
         turn = runtime.run_turn(agent, user_message, history)
         agent._codex_session = CodexSessionHandle(agent) \
             if runtime.session_for(agent) is not None and not turn.should_retire else None
@@ -215,10 +282,7 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
     except Exception as exc:  # defence in depth: the runtime itself does not raise
         log.exception("codex-runtime: the codex turn failed unexpectedly")
         runtime.close(agent)
-        return {"final_response": f"Codex app-server turn failed: {exc}. {AUTO_HINT}",
-                "messages": messages, "api_calls": 0, "completed": False, "partial": True,
-                "failed": True, "interrupted": False, "error": str(exc),
-                "agent_persisted": True}
+        return _failed(messages, exc)
     finally:
         if getattr(agent, "_active_request_abort", None) is abort:
             agent._active_request_abort = previous_abort

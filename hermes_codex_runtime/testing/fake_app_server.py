@@ -58,6 +58,7 @@ class FakeAppServer:
         self._server_ids = itertools.count(0)
         self._waiting: dict[int, tuple[str, threading.Event, list[JsonObject]]] = {}
         self._waiting_lock = threading.Lock()
+        self._overloaded: dict[str, int] = {}  # scenario "overload": {method: times}
         self.initialized = False
         self.active: tuple[str, str] | None = None  # (thread id, turn id)
         self._interrupt = threading.Event()
@@ -198,6 +199,11 @@ class FakeAppServer:
         if handler is None:
             self.reply_error(rid, -32600, f"Invalid request: unsupported method `{method}`")
             return
+        overload = self.scenario.get("overload") or {}
+        if overload.get(method, 0) > self._overloaded.get(method, 0):
+            self._overloaded[method] = self._overloaded.get(method, 0) + 1
+            self.reply_error(rid, -32001, "Server overloaded; retry later.")
+            return
         handler(rid, params)
 
     def _handle_reply(self, message: JsonObject) -> None:
@@ -272,6 +278,8 @@ class FakeAppServer:
     def _on_thread_resume(self, rid: Any, params: JsonObject) -> None:
         thread_id = params["threadId"]
         mode = self.scenario.get("resume", "ok")
+        if mode == "hang":
+            return
         if mode == "no_rollout" or (mode == "ok" and thread_id not in self._known_threads()):
             self.reply_error(rid, -32600, f"no rollout found for thread id {thread_id}")
             return

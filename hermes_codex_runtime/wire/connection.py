@@ -60,10 +60,11 @@ STDERR_LINE_MAX = 4096
 DIAGNOSTIC_LINES = 100
 DIAGNOSTIC_LINE_MAX = 1000
 EXIT_SETTLE = 0.2
-#: Backpressure: while the consumer lags this many messages behind, streaming deltas are dropped
-#: from the inbound stream (counted in ``dropped_deltas``). Items still complete with their full
-#: content in ``item/completed``, so the transcript is whole; only the live display skips text.
-MAX_QUEUED = 20_000
+#: Backpressure: while the consumer lags this many messages behind, a streaming delta is not
+#: queued as a message of its own: its text is appended to the still-queued delta of the same
+#: item (counted in ``coalesced_deltas``). Nothing is lost — the consumer receives the same text
+#: in fewer, larger pieces — and memory stays bounded by the item's own size.
+MAX_QUEUED = 2_000
 DROPPABLE = frozenset({"item/agentMessage/delta", "item/reasoning/summaryTextDelta",
                        "item/reasoning/textDelta", "item/commandExecution/outputDelta",
                        "item/fileChange/outputDelta"})
@@ -123,6 +124,19 @@ class SpawnOptions:
     env_passthrough: Sequence[str] = ()  # further names (or globs) the user lets through
 
 
+class _Coalesced:
+    """A queued streaming delta that later deltas of the same item join while it waits."""
+
+    __slots__ = ("key", "method", "params", "pieces", "taken")
+
+    def __init__(self, key: tuple[Any, ...], method: str, params: JsonObject) -> None:
+        self.key = key
+        self.method = method
+        self.params = params
+        self.pieces: list[str] = [str(params.get("delta", ""))]
+        self.taken = False
+
+
 class _Waiter:
     __slots__ = ("event", "reply")
 
@@ -156,9 +170,10 @@ class AppServerConnection:
         self._close_lock = threading.Lock()
         self._inbound: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._inbound_ended = False
-        self._route_lock = threading.Lock()
+        self._route_lock = threading.RLock()  # drain() unwraps under it
         self._idle_handler: Callable[[Inbound], None] | None = None
-        self.dropped_deltas = 0
+        self.coalesced_deltas = 0
+        self._open_deltas: dict[tuple[Any, ...], _Coalesced] = {}
         self._transport_error: str | None = None
         self._closed = False
         self._registry: Any = None
@@ -359,8 +374,7 @@ class AppServerConnection:
         if item is _END:
             self._inbound_ended = True
             raise TransportClosed(self._transport_error or "the codex app-server stream ended")
-        assert isinstance(item, Inbound)
-        return item
+        return self._unwrap(item)
 
     def drain(self, limit: int = 256) -> list[Inbound]:
         """Up to ``limit`` messages that are already queued, without waiting (a consumer that
@@ -378,7 +392,7 @@ class AppServerConnection:
             if item is _END:
                 self._inbound.put(_END)
                 break
-            items.append(item)  # type: ignore[arg-type]
+            items.append(self._unwrap(item))
         return items
 
     def set_idle_handler(self, handler: Callable[[Inbound], None] | None) -> None:
@@ -450,8 +464,8 @@ class AppServerConnection:
             if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
                 self._note_diagnostic("server request with an invalid id", line)
                 return
-            if rid is None and method in DROPPABLE and self._inbound.qsize() > MAX_QUEUED:
-                self.dropped_deltas += 1
+            if rid is None and method in DROPPABLE and isinstance(params.get("delta"), str) \
+                    and self._inbound.qsize() > MAX_QUEUED and self._coalesce(method, params):
                 return
             inbound = Inbound(method, params, rid)
             with self._route_lock:
@@ -475,6 +489,33 @@ class AppServerConnection:
             waiter.event.set()
             return
         self._note_diagnostic("unrecognised message on stdout", line)
+
+    def _coalesce(self, method: str, params: JsonObject) -> bool:
+        """Join ``params["delta"]`` to the queued delta of the same item (reader thread only).
+        False when there is none waiting: then one is queued that later deltas can join."""
+        key = (method, params.get("threadId"), params.get("turnId"), params.get("itemId"))
+        with self._route_lock:
+            if self._idle_handler is not None:
+                return False  # not queued at all between turns
+            slot = self._open_deltas.get(key)
+            if slot is not None and not slot.taken:
+                slot.pieces.append(params["delta"])
+                self.coalesced_deltas += 1
+                return True
+            slot = _Coalesced(key, method, params)
+            self._open_deltas = {k: v for k, v in self._open_deltas.items() if not v.taken}
+            self._open_deltas[key] = slot
+            self._inbound.put(slot)
+            return True
+
+    def _unwrap(self, item: object) -> Inbound:
+        if isinstance(item, _Coalesced):
+            with self._route_lock:
+                item.taken = True
+                text = "".join(item.pieces)
+            return Inbound(item.method, {**item.params, "delta": text})
+        assert isinstance(item, Inbound)
+        return item
 
     def _end_stream(self, reason: str) -> None:
         with self._pending_lock:
