@@ -27,6 +27,7 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
+from hermes_codex_runtime.wire.codex_config import required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: CLI overrides that keep a diagnostic spawn from syncing plugins or retrying forever.
@@ -170,11 +171,10 @@ def check_environment(codex_home: str | None, model_provider: str | None = None,
               f"{', '.join(credentials) or 'none (codex login or no key needed)'}; "
               f"{withheld} withheld; its commands get {len(commands)} "
               f"({', '.join(sorted(commands))})")
-    required = keys[:1] if keys and keys[0].endswith(("_KEY", "_TOKEN")) else []
-    missing = [k for k in required if k not in process]
-    if missing:
-        return Check("environment", WARN, detail + f"; {missing[0]} is not set",
-                     f"Set {missing[0]} (e.g. in ~/.hermes/.env): codex's config.toml names it "
+    required = required_provider_key(codex_home, model_provider)
+    if required and required not in process:
+        return Check("environment", WARN, detail + f"; {required} is not set",
+                     f"Set {required} (e.g. in ~/.hermes/.env): codex's config.toml names it "
                      "as the model provider's key.")
     return Check("environment", OK, detail)
 
@@ -186,7 +186,11 @@ def codex_checks(codex_bin: str | None, codex_home: str | None, *,
     binary_check, binary = check_binary(codex_bin)
     home_check = check_codex_home(codex_home)
     checks = [binary_check, home_check]
-    if binary is not None and home_check.status != FAIL:
+    if not codex_home_path(codex_home).is_dir():
+        # codex panics at start-up without its home: nothing more to learn by starting it.
+        checks.append(Check("codex config", WARN, "not checked: there is no codex home yet",
+                            "Run `codex login` first (it creates the home), then doctor again."))
+    elif binary is not None and home_check.status != FAIL:
         checks.extend(check_app_server(binary, codex_home))
     checks.append(check_environment(codex_home, model_provider, passthrough,
                                     command_passthrough))

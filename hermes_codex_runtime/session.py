@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
 import queue
 import random
@@ -64,6 +65,7 @@ from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator, UsageReport
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinaryError,
+    CodexHomeError,
     Inbound,
     RequestTimeout,
     ServerError,
@@ -78,6 +80,7 @@ from hermes_codex_runtime.wire import (
 log = logging.getLogger(__name__)
 
 TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
+MAX_TIMEOUT = 86_400.0  # a day: more is a typo (and time.monotonic() + inf breaks waits)
 SERVER_OVERLOADED = -32001
 DECIDER_EXIT_WAIT = 0.1
 OVERLOAD_RETRIES = 4  # then the overload is the turn's error; waits 0.1, 0.2, 0.4, 0.8 s (+jitter)
@@ -117,8 +120,10 @@ class SessionSettings:
         for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",
                      "post_tool_quiet_warning"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+                raise ValueError(f"{name} must be a positive number of seconds, at most "
+                                 f"{MAX_TIMEOUT:g}, got {value!r}")
 
 
 class Cancellation:
@@ -360,9 +365,13 @@ class CodexSession:
 
     def _spawn(self) -> AppServerConnection:
         s = self.settings
-        if s.codex_home and not os.path.exists(s.codex_home):
-            # codex app-server panics at start-up on a missing CODEX_HOME (0.163).
-            os.makedirs(s.codex_home, mode=0o700, exist_ok=True)
+        if s.codex_home and not os.path.isdir(s.codex_home):
+            # codex app-server panics at start-up on a missing CODEX_HOME (0.163). A home the
+            # user named is never created behind their back: a typo would log them out.
+            raise CodexHomeError(
+                f"The codex home {s.codex_home} does not exist (codex cannot start without it).",
+                f"Run `codex login` with CODEX_HOME={s.codex_home} to create it and log in, or "
+                "point the codex home setting at your existing codex home.")
         options = SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,

@@ -137,3 +137,20 @@ def test_doctor_names_what_reaches_codex_and_its_commands_never_values(setup):
     _, checks = doctor(home)  # the key codex's config names is not set
     assert checks["environment"]["status"] == "warn"
     assert "HCR_DOCTOR_KEY" in checks["environment"]["fix"]
+
+
+def test_a_fresh_machine_without_a_codex_home_is_told_what_to_run(tmp_path, codex_binary):
+    home = tmp_path / "hermes-home"
+    write_hermes_home(home, base_config(codex_bin=codex_binary.path))  # no codex_home key
+    user_home = tmp_path / "user"
+    user_home.mkdir()
+    env = hermes_env(home, HOME=str(user_home))
+    env.pop("CODEX_HOME", None)
+    proc = subprocess.run([SCRIPT, "doctor"], env=env, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    report = proc.stdout + proc.stderr
+    assert "does not exist yet" in report and "codex login" in report
+    assert "not checked: there is no codex home yet" in report
+    assert "panicked" not in report and "stack backtrace" not in report.lower()
+    assert "config.toml" not in report  # nothing to fix there: it does not exist yet
+    assert not (user_home / ".codex").exists()  # doctor creates nothing

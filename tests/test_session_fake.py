@@ -494,3 +494,16 @@ def test_a_resume_that_times_out_keeps_the_thread_for_the_next_attempt(fake_code
     runtime.close_all()
     assert again.ok and again.thread_origin == "resumed" and again.thread_id == first.thread_id
     assert host.seed_requests == 0  # never started fresh
+
+
+def test_a_named_codex_home_that_does_not_exist_is_never_created(fake_codex, tmp_path):
+    missing = tmp_path / "typo-codex-home"
+    settings = SessionSettings(codex_bin=fake_codex.path, codex_home=str(missing),
+                               cwd=str(tmp_path))
+    runtime = CodexRuntime(make_plugin_manager([RecordingHost(settings)]))
+    turn = runtime.run_turn(Agent(), "go")
+    runtime.close_all()
+    assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
+    assert "does not exist" in turn.error and "codex login" in turn.error
+    assert not missing.exists()
+    assert fake_codex.log() == []  # codex was not even started

@@ -16,6 +16,11 @@ from hermes_codex_runtime.wire.redact import redact
     ({"codex_turn_timeout": -5}, "model.codex_turn_timeout"),
     ({"codex_turn_timeout": "soon"}, "model.codex_turn_timeout"),
     ({"codex_turn_timeout": True}, "model.codex_turn_timeout"),
+    ({"codex_turn_timeout": float("inf")}, "model.codex_turn_timeout"),  # YAML .inf
+    ({"codex_turn_timeout": float("nan")}, "model.codex_turn_timeout"),
+    ({"codex_turn_timeout": 10**12}, "model.codex_turn_timeout"),
+    ({"codex_env_passthrough": "A B"}, "model.codex_env_passthrough"),
+    ({"codex_command_env_passthrough": [1]}, "model.codex_command_env_passthrough"),
     ({"codex_sandbox": "yolo"}, "model.codex_sandbox"),
     ({"codex_model": ""}, "model.codex_model"),
     ({"codex_model_provider": 3}, "model.codex_model_provider"),

@@ -23,6 +23,7 @@ deep inside a turn.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from hermes_codex_runtime.hermes.probe import symbol
 
 RUNTIME_VALUE = "codex_app_server"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+MAX_TURN_TIMEOUT = 86_400
 
 
 class SettingError(ValueError):
@@ -138,9 +140,10 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
     if codex_home is not None and not isinstance(codex_home, str):
         raise SettingError(f"model.codex_home must be a directory path, got {codex_home!r}")
     timeout = model.get("codex_turn_timeout", 600)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise SettingError(f"model.codex_turn_timeout must be a positive number of seconds, got "
-                           f"{timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) \
+            or not math.isfinite(timeout) or not 0 < timeout <= MAX_TURN_TIMEOUT:
+        raise SettingError(f"model.codex_turn_timeout must be a positive number of seconds, at "
+                           f"most {MAX_TURN_TIMEOUT} (a day), got {timeout!r}")
     sandbox = model.get("codex_sandbox")
     if sandbox is not None and sandbox not in SANDBOX_MODES:
         raise SettingError(f"model.codex_sandbox must be one of {', '.join(SANDBOX_MODES)}, got "

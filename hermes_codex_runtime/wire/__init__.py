@@ -25,6 +25,7 @@ from hermes_codex_runtime.wire.env import (
 )
 from hermes_codex_runtime.wire.errors import (
     CodexBinaryError,
+    CodexHomeError,
     RequestTimeout,
     ServerError,
     TransportClosed,
@@ -37,6 +38,7 @@ __all__ = [
     "AppServerConnection",
     "CodexBinary",
     "CodexBinaryError",
+    "CodexHomeError",
     "Inbound",
     "RequestTimeout",
     "ServerError",

@@ -89,3 +89,15 @@ def provider_credential_names(codex_home: str | None,
     else:
         names.extend(BUILTIN_PROVIDER_NAMES.get(provider, ()))
     return tuple(dict.fromkeys(names))
+
+
+def required_provider_key(codex_home: str | None,
+                          provider_override: str | None = None) -> str | None:
+    """The ``env_key`` a configured (custom) model provider cannot work without, if any. The
+    built-in OpenAI provider has none: a ``codex login`` serves it."""
+    config = read_config(codex_home)
+    providers = config.get("model_providers")
+    entry = providers.get(active_provider(config, provider_override)) \
+        if isinstance(providers, Mapping) else None
+    env_key = entry.get("env_key") if isinstance(entry, Mapping) else None
+    return env_key if isinstance(env_key, str) and env_key else None

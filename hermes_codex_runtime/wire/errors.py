@@ -46,3 +46,7 @@ class CodexBinaryError(WireError):
         super().__init__(f"{problem} {fix}")
         self.problem = problem
         self.fix = fix
+
+
+class CodexHomeError(CodexBinaryError):
+    """The codex home the user named does not exist (it is never created silently)."""
