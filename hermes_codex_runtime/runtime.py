@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -59,6 +60,19 @@ def coerce_settings(value: Any) -> SessionSettings:
             raise ValueError(f"unknown codex session setting(s): {', '.join(unknown)}")
         return SessionSettings(**dict(value))
     raise ValueError(f"codex_session_settings returned a {type(value).__name__}")
+
+
+def _log_turn(turn: TurnResult, seconds: float) -> None:
+    """One INFO line per turn: where it ran, how it ended, what it cost."""
+    status = turn.status or ("failed" if turn.error else "completed")
+    if turn.interrupted:
+        status = "interrupted"
+    usage = turn.usage.turn if turn.usage else None
+    log.info("codex turn %s on thread %s: %s in %.2fs, model %s, tokens in %s (cached %s) "
+             "out %s%s", turn.turn_id or "-", turn.thread_id or "-", status, seconds,
+             turn.model or "-", usage.prompt_tokens if usage else "-",
+             usage.cached_tokens if usage else "-", usage.output_tokens if usage else "-",
+             f" — {turn.failure.kind.value}" if turn.failure else "")
 
 
 class _Entry:
@@ -214,6 +228,7 @@ class CodexRuntime:
             return text if isinstance(text, str) and text.strip() else None
 
         session: CodexSession | None = None
+        started = time.monotonic()
         try:
             session = self._session(agent, key, settings, instructions)
             result = session.run_turn(user_input, images=images, history_seed=seed)
@@ -222,6 +237,7 @@ class CodexRuntime:
             result = TurnResult()
             result.fail(Failure(FailureKind.OTHER, redact(f"{type(exc).__name__}: {exc}")),
                         retire=True)
+        _log_turn(result, time.monotonic() - started)
         return self._after_turn(agent, key, session, result)
 
     def compact(self, agent: Any, *, report: bool = True) -> TurnResult:

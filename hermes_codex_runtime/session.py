@@ -25,6 +25,7 @@ It knows nothing about any particular host: the runtime passes callables in.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import math
@@ -83,6 +84,9 @@ TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
 MAX_TIMEOUT = 86_400.0  # a day: more is a typo (and time.monotonic() + inf breaks waits)
 SERVER_OVERLOADED = -32001
 DECIDER_EXIT_WAIT = 0.1
+#: While a turn runs and codex is silent (the model is thinking, a provider is slow), a
+#: ``working`` event this often tells the host the turn is alive (its inactivity watchdogs).
+HEARTBEAT = 2.0
 OVERLOAD_RETRIES = 4  # then the overload is the turn's error; waits 0.1, 0.2, 0.4, 0.8 s (+jitter)
 _DELTA = "item/agentMessage/delta"
 _INTERRUPT_RETRY_WINDOW = 1.0
@@ -245,6 +249,7 @@ class TurnResult:
     should_retire: bool = False
     submitted_user_text: str = ""
     thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
+    model: str | None = None  # the model codex reported for the thread (not the host's name)
     fallback: Any = None  # what the host's fallback produced for this turn, if it ran
 
     @property
@@ -332,6 +337,7 @@ class CodexSession:
         self._conn: AppServerConnection | None = None
         self.thread_id: str | None = None
         self.thread_origin: str | None = None
+        self.model: str | None = None  # what codex said it runs the thread on
         self._interrupt = threading.Event()
         self._lock = threading.RLock()
         self._active_turn: str | None = None
@@ -423,6 +429,7 @@ class CodexSession:
                 result = self._request(conn, "thread/resume", thread_resume_params(
                     stored, developer_instructions=instructions, **overrides))
                 answered = (result.get("thread") or {}).get("id")
+                self._note_model(result)
                 if answered == stored:
                     self.thread_id, self.thread_origin = stored, "resumed"
                     log.info("codex thread %s resumed", stored)
@@ -443,10 +450,16 @@ class CodexSession:
         thread_id = (result.get("thread") or {}).get("id")
         if not isinstance(thread_id, str) or not thread_id:
             raise ServerError("thread/start", -32603, "codex returned no thread id")
+        self._note_model(result)
         self.thread_id = thread_id
         self.thread_origin = "seeded" if seed_text else "started"
         log.info("codex thread %s started (%s)", thread_id, self.thread_origin)
         return thread_id
+
+    def _note_model(self, response: Mapping[str, Any]) -> None:
+        model = response.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
 
     def close(self) -> None:
         """Cancel pending approvals and close the app-server (its whole process tree)."""
@@ -537,6 +550,7 @@ class CodexSession:
             return False
         result.thread_id = self.thread_id
         result.thread_origin = self.thread_origin
+        result.model = self.model
         return True
 
     def run_turn(self, user_input: Any, *, images: Sequence[str] = (),
@@ -677,6 +691,7 @@ class CodexSession:
         deadline = time.monotonic() + settings.turn_timeout
         interrupt_sent_at: float | None = None
         last_tool_done: float | None = None
+        last_beat = time.monotonic()
         finished = False
         aborted = False
         try:
@@ -693,7 +708,7 @@ class CodexSession:
                     limit = min(limit, interrupt_sent_at + max(settings.control_timeout, 2.0))
                 if now >= limit:
                     break
-                wait = limit - now
+                wait = min(limit - now, max(0.0, last_beat + HEARTBEAT - now))
                 if last_tool_done is not None:
                     wait = min(wait, max(0.0, last_tool_done + settings.post_tool_quiet_warning
                                          - now))
@@ -703,6 +718,10 @@ class CodexSession:
                     result.fail(self._transport_failure(
                         f"the codex app-server process exited during the turn ({exc})"))
                     break
+                if message is None or time.monotonic() - last_beat >= HEARTBEAT:
+                    last_beat = time.monotonic()
+                    if conn.is_alive():
+                        self._emit(CodexEvent("working", "codex is working"))
                 if message is None:
                     if last_tool_done is not None and time.monotonic() >= (
                             last_tool_done + settings.post_tool_quiet_warning):
@@ -768,7 +787,8 @@ class CodexSession:
                 result.messages = [m for m in result.messages
                                    if not _has_abort_marker(m.get("content"))]
             result.tool_iterations = projector.tool_iterations
-            result.usage = usage.report()
+            report = usage.report()
+            result.usage = dataclasses.replace(report, model=self.model) if report else None
             result.thread_id = thread_id
             if result.should_retire:
                 self.retired = True

@@ -86,6 +86,7 @@ class UsageReport:
     thread_total: TokenUsage
     context_window: int | None
     responses: int
+    model: str | None = None  # the model codex ran (from thread/start or thread/resume)
 
     @property
     def context_used_fraction(self) -> float | None:

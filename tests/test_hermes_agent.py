@@ -273,3 +273,19 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert "codex 0.163" in text or "codex 0." in text
     assert "input 80 (cached 20, uncached 60)" in text
     assert "context:" in text and "190000" in text
+
+
+def test_the_model_codex_ran_is_recorded_not_hermes_configured_name(hermes, caplog):
+    import sqlite3
+
+    agent = hermes.agent(model="name-hermes-was-configured-with")
+    hermes.provider.enqueue(mp.text("hi", usage=mp.Usage(input=50, output=5)))
+    with caplog.at_level("INFO", logger="hermes_codex_runtime.runtime"):
+        result = agent.run_conversation("which model?")
+    assert result["model"] == "mock-model"  # codex's config.toml chose it
+    with sqlite3.connect(hermes.tmp / "state.db") as db:
+        [(model,)] = db.execute("SELECT model FROM sessions WHERE id = ?", (agent.session_id,))
+    assert model == "mock-model"
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("codex turn")]
+    assert result["codex_thread_id"] in line and "completed" in line and "mock-model" in line
+    assert "tokens in 50" in line

@@ -25,3 +25,28 @@ def test_a_50000_delta_flood_reaches_the_stream_callback_whole(hermes):
     assert len(delivered) == len(text) and delivered == text
     print(f"\n{len(text):,} characters in 50,000 deltas: {len(shown)} display calls, "
           f"{len(delivered):,} characters delivered")
+
+
+def test_a_long_quiet_codex_turn_keeps_the_agents_activity_clock_ticking(hermes):
+    """The gateway's inactivity watchdog reads ``get_activity_summary()``: a codex turn whose
+    model thinks for 6 s (no output at all) must never look idle for more than a few seconds."""
+    import threading
+
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.exec_command("echo step"), mp.text("done", delay=6.0))
+    idle: list[float] = []
+    stop = threading.Event()
+
+    def watchdog():
+        while not stop.wait(0.2):
+            idle.append(agent.get_activity_summary()["seconds_since_activity"])
+
+    watcher = threading.Thread(target=watchdog, daemon=True)
+    watcher.start()
+    try:
+        result = agent.run_conversation("work quietly")
+    finally:
+        stop.set()
+        watcher.join(5)
+    assert result["final_response"] == "done"
+    assert len(idle) > 20 and max(idle) < 4.0, max(idle)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,14 @@ class TurnState:
     usage_recorded: bool = False
     epilogue_done: bool = False
     fallback_result: Any = None
+    last_touch: float = 0.0
+
+
+def _swallowed(what: str) -> None:
+    """A failure the turn survives: logged at WARNING with its reason (traceback at DEBUG)."""
+    exc = sys.exc_info()[1]
+    log.warning("codex-runtime: %s failed: %s: %s", what, type(exc).__name__, exc)
+    log.debug("codex-runtime: %s failed", what, exc_info=True)
 
 
 def turn_state(agent: Any) -> TurnState | None:
@@ -125,7 +134,7 @@ class HermesHost:
                     if isinstance(value, str) and value:
                         return value
             except Exception:
-                log.debug("codex-runtime: reading the thread binding failed", exc_info=True)
+                _swallowed("reading the codex thread binding from state.db")
         return _bindings().get(str(session_id))
 
     @hookimpl
@@ -144,7 +153,7 @@ class HermesHost:
                     "'$.codex_thread_id', ?) WHERE id = ?", (thread_id, session_id)))
                 stored = True
             except Exception:
-                log.debug("codex-runtime: storing the binding in state.db failed", exc_info=True)
+                _swallowed("storing the codex thread binding in state.db")
         init_config = getattr(agent, "_session_init_model_config", None)
         if isinstance(init_config, dict):
             init_config[THREAD_KEY] = thread_id  # survives a compression-rotated session id
@@ -222,7 +231,24 @@ def _hermes_version() -> str:
         return "0"
 
 
+ACTIVITY_TOUCH_EVERY = 1.0  # seconds between touches of the agent's activity clock
+STATUS_KINDS = ("retrying", "quiet")  # shown as Hermes status lines (CLI and gateway)
+
+
 def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+    if state is not None:
+        # Anything codex does — streaming, a tool, a retry, a heartbeat while the model thinks —
+        # is activity: the gateway's inactivity watchdog and busy-ack see a working turn.
+        now = time.monotonic()
+        touch = getattr(agent, "_touch_activity", None)
+        if callable(touch) and now - state.last_touch >= ACTIVITY_TOUCH_EVERY:
+            state.last_touch = now
+            touch(f"codex: {event.text or event.kind}"[:120])
+    if event.kind in STATUS_KINDS:
+        emit_status = getattr(agent, "_emit_status", None)
+        if callable(emit_status) and event.text:
+            emit_status(f"codex: {event.text}")
+        return
     if event.kind == "text_delta":
         fire = getattr(agent, "_fire_stream_delta", None)
         if callable(fire) and event.text:
@@ -314,8 +340,9 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
             if usage.context_window:
                 compressor.context_length = usage.context_window
         except Exception:
-            log.debug("codex-runtime: compressor update failed", exc_info=True)
+            _swallowed("updating the context compressor")
     amount = None
+    model = usage.model or getattr(agent, "model", "") or ""  # what codex ran, not the config
     canonical_cls = symbol("agent.usage_pricing", "CanonicalUsage", feature="cost estimates")
     estimate = symbol("agent.usage_pricing", "estimate_usage_cost", feature="cost estimates")
     canonical = None
@@ -325,7 +352,7 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
                 input_tokens=uncached, output_tokens=turn.output_tokens,
                 cache_read_tokens=turn.cached_tokens, cache_write_tokens=turn.cache_write_tokens,
                 reasoning_tokens=turn.reasoning_tokens, request_count=max(1, usage.responses))
-            cost = estimate(getattr(agent, "model", ""), canonical,
+            cost = estimate(model, canonical,
                             provider=getattr(agent, "provider", None),
                             base_url=getattr(agent, "base_url", None),
                             api_key=getattr(agent, "api_key", ""))
@@ -354,10 +381,20 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
                 billing_base_url=getattr(agent, "base_url", None),
                 billing_mode="subscription_included"
                 if getattr(agent, "session_cost_status", None) == "included" else None,
-                model=getattr(agent, "model", None),
+                model=model or None,
                 api_call_count=max(1, usage.responses))
+            if usage.model and usage.model != getattr(agent, "model", None):
+                _record_session_model(db, session_id, usage.model)
         except Exception:
-            log.debug("codex-runtime: token persistence failed", exc_info=True)
+            _swallowed("saving the token counts to the session database")
+
+
+def _record_session_model(db: Any, session_id: str, model: str) -> None:
+    """The session row names the model codex actually ran (Hermes wrote its configured one)."""
+    write = getattr(db, "_execute_write", None)
+    if callable(write):
+        write(lambda conn: conn.execute("UPDATE sessions SET model = ? WHERE id = ?",
+                                        (model, session_id)))
 
 
 def record_no_usage(agent: Any) -> None:
@@ -432,7 +469,7 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
         try:
             agent._flush_messages_to_session_db(messages)
         except Exception:
-            log.debug("codex-runtime: flushing the projected messages failed", exc_info=True)
+            _swallowed("saving the turn's messages to the session database")
     if not state.usage_recorded and turn.turn_id is not None:
         record_no_usage(agent)
     agent._iters_since_skill = getattr(agent, "_iters_since_skill", 0) + turn.tool_iterations
@@ -450,7 +487,7 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
                 sync(original_user_message=state.original_user_message,
                      final_response=turn.final_text, interrupted=False, messages=messages)
             except Exception:
-                log.debug("codex-runtime: external memory sync failed", exc_info=True)
+                _swallowed("the external memory sync")
     if ok and turn.final_text and (state.should_review_memory or review_skills):
         spawn = getattr(agent, "_spawn_background_review", None)
         if callable(spawn):
@@ -458,7 +495,7 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
                 spawn(messages_snapshot=list(messages), review_memory=state.should_review_memory,
                       review_skills=review_skills)
             except Exception:
-                log.debug("codex-runtime: background review failed to start", exc_info=True)
+                _swallowed("starting the background review")
     platform = getattr(agent, "platform", None) or ""
     turn_id = getattr(agent, "_current_turn_id", None)
     if turn.final_text and not turn.interrupted:

@@ -126,8 +126,9 @@ def wire_agent_class(cls: type) -> None:
             finally:
                 try:
                     after(self)
-                except Exception:
-                    log.debug("codex-runtime: %s follow-up failed", name, exc_info=True)
+                except Exception as exc:
+                    log.warning("codex-runtime: following AIAgent.%s failed: %s: %s", name,
+                                type(exc).__name__, exc)
 
         setattr(wrapper, _MARK, True)
         setattr(cls, name, wrapper)

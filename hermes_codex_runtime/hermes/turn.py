@@ -174,7 +174,7 @@ def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dic
         "error": turn.error,
         "response_transformed": False,
         "response_previewed": False,
-        "model": getattr(agent, "model", None),
+        "model": turn.model or getattr(agent, "model", None),  # what codex actually ran
         "provider": getattr(agent, "provider", None),
         "base_url": getattr(agent, "base_url", None),
         "agent_persisted": True,
