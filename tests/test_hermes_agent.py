@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+import pytest
+
 from hermes_codex_runtime.testing import mock_provider as mp
 
 
@@ -289,3 +291,30 @@ def test_the_model_codex_ran_is_recorded_not_hermes_configured_name(hermes, capl
     [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("codex turn")]
     assert result["codex_thread_id"] in line and "completed" in line and "mock-model" in line
     assert "tokens in 50" in line
+
+
+@pytest.mark.parametrize(("mode", "written"), [(None, False), ("auto", True),
+                                               ("approval-required", False)])
+def test_hermes_terminal_security_mode_chooses_codex_sandbox(hermes, monkeypatch, mode, written):
+    if mode is None:
+        monkeypatch.delenv("HERMES_TERMINAL_SECURITY_MODE", raising=False)
+    else:
+        monkeypatch.setenv("HERMES_TERMINAL_SECURITY_MODE", mode)
+    hermes.configure(approvals={"mode": "manual"})  # nobody answers: only the sandbox decides
+    hermes.provider.enqueue(mp.exec_command("touch made-by-codex.txt"), mp.text("tried"))
+    hermes.agent().run_conversation("make a file")
+    assert (hermes.workdir / "made-by-codex.txt").exists() is written
+
+
+@pytest.mark.parametrize(("hermes_effort", "codex_effort"), [("high", "high"),
+                                                             ("max", "xhigh"), (None, None)])
+def test_hermes_reasoning_effort_reaches_codex(hermes, hermes_effort, codex_effort):
+    config = {"enabled": True, "effort": hermes_effort} if hermes_effort else None
+    hermes.provider.enqueue(mp.text("thought about it"))
+    result = hermes.agent(reasoning_config=config).run_conversation("think")
+    assert result["final_response"] == "thought about it"
+    sent = (hermes.provider.requests[-1].get("reasoning") or {}).get("effort")
+    if codex_effort is None:
+        assert sent != "xhigh"  # codex's own default, untouched
+    else:
+        assert sent == codex_effort

@@ -56,13 +56,30 @@ def test_codex_dying_mid_turn_ends_the_turn_at_once_and_retires(fake_runtime, fa
     fake_codex.assert_wire_clean()
 
 
+def interrupt_when_streaming(runtime, host, agent) -> list[float]:
+    """Interrupt ``agent``'s turn once codex streams text (not on a timer: a slow start-up
+    would make the interrupt arrive before the turn). Returns when it was sent (filled later)."""
+    sent: list[float] = []
+
+    def interrupt():
+        deadline = time.monotonic() + 20
+        while "text_delta" not in host.event_kinds() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sent.append(time.monotonic())
+        runtime.interrupt(agent)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    return sent
+
+
 def test_a_partial_message_and_open_tool_items_are_closed_not_lost(fake_runtime, fake_codex):
-    runtime, _host = fake_runtime({"turns": [[
+    runtime, host = fake_runtime({"turns": [[
         {"partial": "half an answ", "deltas": 3},
+        {"sleep": 0.2},
         {"hang": True},
     ]]})
     agent = Agent()
-    threading.Timer(0.5, lambda: runtime.interrupt(agent)).start()
+    interrupt_when_streaming(runtime, host, agent)
     turn = runtime.run_turn(agent, "go")
     assert turn.interrupted and turn.status == "interrupted"
     assert turn.messages == [{"role": "assistant", "content": "half an answ"}]
@@ -273,16 +290,7 @@ def test_an_interrupt_codex_never_answers_is_bounded(fake_runtime, fake_codex):
     runtime, host = fake_runtime({"interrupt": "hang", "turns": [[{"message": "busy"},
                                                                   {"hang": True}]]})
     agent = Agent()
-    interrupted_at: list[float] = []
-
-    def interrupt_once_busy():
-        deadline = time.monotonic() + 20
-        while "text_delta" not in host.event_kinds() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        interrupted_at.append(time.monotonic())
-        runtime.interrupt(agent)
-
-    threading.Thread(target=interrupt_once_busy, daemon=True).start()
+    interrupted_at = interrupt_when_streaming(runtime, host, agent)
     turn = runtime.run_turn(agent, "go")
     assert turn.turn_id is not None  # the interrupt reached a running turn
     assert time.monotonic() - interrupted_at[0] < 10  # control_timeout 2 s, then the grace

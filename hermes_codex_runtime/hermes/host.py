@@ -28,7 +28,7 @@ from typing import Any
 from hermes_codex_runtime.bindings import ThreadBindings
 from hermes_codex_runtime.hermes import approvals
 from hermes_codex_runtime.hermes.probe import symbol
-from hermes_codex_runtime.hermes.settings import hermes_home, plugin_settings
+from hermes_codex_runtime.hermes.settings import hermes_home, load_config, plugin_settings
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.session import CodexEvent, SessionSettings, TurnResult
 from hermes_codex_runtime.usage import UsageReport
@@ -93,7 +93,8 @@ class HermesHost:
     @hookimpl
     def codex_session_settings(self, agent: Any) -> SessionSettings:
         """Binary, home, cwd, timeouts and model from config.yaml and the agent."""
-        settings = plugin_settings()
+        config = load_config()
+        settings = plugin_settings(config)
         return SessionSettings(
             codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
             codex_home=settings.codex_home,
@@ -101,7 +102,8 @@ class HermesHost:
             model=settings.codex_model,
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
-            sandbox=settings.sandbox,
+            sandbox=settings.sandbox or sandbox_for_security_mode(config),
+            effort=codex_effort(getattr(agent, "reasoning_config", None)),
             env_passthrough=settings.env_passthrough,
             command_env_passthrough=settings.command_env_passthrough,
             client_version=_hermes_version(),
@@ -220,6 +222,35 @@ class HermesHost:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+#: Hermes' ``tools.terminal.security_mode`` → codex's sandbox, when ``model.codex_sandbox`` is
+#: unset. Without an explicit mode, codex's own ``sandbox_mode`` decides.
+SECURITY_MODE_SANDBOX = {"auto": "workspace-write", "approval-required": "read-only",
+                         "unrestricted": "danger-full-access", "yolo": "danger-full-access"}
+#: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").
+EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high",
+          "xhigh": "xhigh", "max": "xhigh", "ultra": "xhigh"}
+
+
+def sandbox_for_security_mode(config: dict[str, Any]) -> str | None:
+    """codex's sandbox for the terminal security mode the user set (env var, then config)."""
+    mode = os.environ.get("HERMES_TERMINAL_SECURITY_MODE")
+    if not mode:
+        tools = config.get("tools")
+        terminal = tools.get("terminal") if isinstance(tools, dict) else None
+        mode = terminal.get("security_mode") if isinstance(terminal, dict) else None
+    return SECURITY_MODE_SANDBOX.get(str(mode).strip().lower()) if mode else None
+
+
+def codex_effort(reasoning_config: Any) -> str | None:
+    """codex's reasoning effort for Hermes' ``reasoning_config`` (``None``: codex's default;
+    reasoning switched off → ``minimal``, the least codex models offer)."""
+    if not isinstance(reasoning_config, dict):
+        return None
+    if reasoning_config.get("enabled") is False:
+        return "minimal"
+    return EFFORT.get(str(reasoning_config.get("effort") or "").lower())
 
 
 def _hermes_version() -> str:

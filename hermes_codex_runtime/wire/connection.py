@@ -173,7 +173,7 @@ class AppServerConnection:
         self._route_lock = threading.RLock()  # drain() unwraps under it
         self._idle_handler: Callable[[Inbound], None] | None = None
         self.coalesced_deltas = 0
-        self._open_deltas: dict[tuple[Any, ...], _Coalesced] = {}
+        self._tail: _Coalesced | None = None  # the last thing queued, when it is a delta slot
         self._transport_error: str | None = None
         self._closed = False
         self._registry: Any = None
@@ -472,6 +472,7 @@ class AppServerConnection:
                 handler = self._idle_handler
                 if handler is None:
                     self._inbound.put(inbound)
+                    self._tail = None
                     return
                 self._call_idle_handler(handler, inbound)
             return
@@ -491,21 +492,21 @@ class AppServerConnection:
         self._note_diagnostic("unrecognised message on stdout", line)
 
     def _coalesce(self, method: str, params: JsonObject) -> bool:
-        """Join ``params["delta"]`` to the queued delta of the same item (reader thread only).
-        False when there is none waiting: then one is queued that later deltas can join."""
+        """Join ``params["delta"]`` to the delta slot of the same item when that slot is the last
+        thing queued and not yet taken — so the order of everything is kept — else queue a new
+        slot later deltas can join (reader thread only). False between turns (nothing queued)."""
         key = (method, params.get("threadId"), params.get("turnId"), params.get("itemId"))
         with self._route_lock:
             if self._idle_handler is not None:
-                return False  # not queued at all between turns
-            slot = self._open_deltas.get(key)
-            if slot is not None and not slot.taken:
+                return False
+            slot = self._tail
+            if slot is not None and slot.key == key and not slot.taken:
                 slot.pieces.append(params["delta"])
                 self.coalesced_deltas += 1
                 return True
             slot = _Coalesced(key, method, params)
-            self._open_deltas = {k: v for k, v in self._open_deltas.items() if not v.taken}
-            self._open_deltas[key] = slot
             self._inbound.put(slot)
+            self._tail = slot
             return True
 
     def _unwrap(self, item: object) -> Inbound:
