@@ -318,3 +318,21 @@ def test_hermes_reasoning_effort_reaches_codex(hermes, hermes_effort, codex_effo
         assert sent != "xhigh"  # codex's own default, untouched
     else:
         assert sent == codex_effort
+
+
+def test_status_lists_the_live_codex_processes(hermes):
+    import os
+
+    from hermes_codex_runtime.hermes import status
+    from hermes_codex_runtime.hermes.turn import shared_runtime
+
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.text("hi"))
+    agent.run_conversation("hello")
+    pid = shared_runtime().session_for(agent).connection.pid
+    data = status.collect()
+    [mine] = [p for p in data["codex_processes"] if p["pid"] == pid]
+    assert mine["owner_pid"] == os.getpid() and mine["owner_alive"] and mine["rss_mib"] > 1
+    assert f"pid {pid}" in status.render(data)
+    agent.close()
+    assert pid not in [p["pid"] for p in status.collect()["codex_processes"]]

@@ -1,5 +1,6 @@
 """``status``: which codex thread each recent Hermes session is bound to, the sessions' token
-breakdown, and the codex binary in use — from ``state.db`` (read-only) and the binding file."""
+breakdown, the codex binary in use, and the codex processes running for this HERMES_HOME — from
+``state.db`` (read-only), the binding file and the process registry."""
 
 from __future__ import annotations
 
@@ -67,7 +68,12 @@ def collect(limit: int = 10, session: str | None = None) -> dict[str, Any]:
         thread = bindings.get(session)
         if thread:
             sessions.append({"session_id": session, "codex_thread_id": thread, "tokens": None})
-    return {"hermes_home": str(hermes_home()), "codex": binary, "sessions": sessions}
+    from hermes_codex_runtime.hermes.host import registry_path
+    from hermes_codex_runtime.wire.registry import ProcessRegistry
+
+    processes = ProcessRegistry(registry_path()).live()
+    return {"hermes_home": str(hermes_home()), "codex": binary, "sessions": sessions,
+            "codex_processes": processes}
 
 
 def render(data: dict[str, Any]) -> str:
@@ -76,6 +82,13 @@ def render(data: dict[str, Any]) -> str:
     lines = [f"HERMES_HOME  {data['hermes_home']}",
              "codex        " + (f"{codex['version']} ({codex['source']}: {codex['path']})"
                                 if "path" in codex else f"unavailable — {codex['error']}")]
+    processes = data.get("codex_processes") or []
+    lines.append(f"processes    {len(processes)} live codex app-server(s)"
+                 + (f", {sum(p['rss_mib'] for p in processes):.0f} MiB" if processes else ""))
+    for proc in processes:
+        owner = "running" if proc["owner_alive"] else "GONE (reaped at the next start)"
+        lines.append(f"  pid {proc['pid']}  {proc['rss_mib']} MiB  host pid {proc['owner_pid']} "
+                     f"{owner}")
     if not data["sessions"]:
         lines.append("no Hermes sessions yet")
     for entry in data["sessions"]:

@@ -239,6 +239,9 @@ def _run_turn(agent: Any, *, user_message: Any, original_user_message: Any,
                       should_review_memory=should_review_memory,
                       scope=approvals.capture_scope(agent))
     setattr(agent, TURN_STATE_ATTR, state)
+    touch = getattr(agent, "_touch_activity", None)
+    if callable(touch):
+        touch("codex: starting the turn")  # then every codex event and heartbeat (host.py)
     from hermes_codex_runtime.hermes.commands import remember_agent
 
     remember_agent(agent, state.scope.session_key)

@@ -96,6 +96,27 @@ class ProcessRegistry:
         """What is recorded."""
         return dict(self._read()["processes"])
 
+    def live(self) -> list[dict[str, Any]]:
+        """The recorded app-servers that are still running (same PID, same start time): their
+        pid, owner, whether the owner is alive, and resident memory in MiB."""
+        out: list[dict[str, Any]] = []
+        for key, entry in self.entries().items():
+            try:
+                pid, created = int(key), float(entry["create_time"])
+                owner_pid, owner_created = int(entry["owner_pid"]), float(
+                    entry["owner_create_time"])
+                rss = psutil.Process(pid).memory_info().rss
+            except (KeyError, TypeError, ValueError, psutil.Error):
+                continue
+            current = _identity(pid)
+            if current is None or abs(current[0] - created) >= 0.01:
+                continue
+            owner = _identity(owner_pid)
+            out.append({"pid": pid, "owner_pid": owner_pid, "started": created,
+                        "owner_alive": owner is not None and abs(owner[0] - owner_created) < 0.01,
+                        "rss_mib": round(rss / 2**20, 1)})
+        return sorted(out, key=lambda item: item["started"])
+
     def reap_orphans(self) -> list[int]:
         """Kill the recorded app-server trees whose owner is gone; returns the PIDs reaped.
         Entries whose process is gone (or was replaced by another one) are dropped."""
