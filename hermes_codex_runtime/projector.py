@@ -149,6 +149,7 @@ class Projector:
         self.partial_final = False
         self._open: dict[str, _Open] = {}
         self._order: list[str] = []
+        self._completed_text_ids: set[str] = set()
         self._done: set[str] = set()
         self._pending_text: list[tuple[str, str]] = []  # (item id, text) of agent messages
         self._finished = False
@@ -212,6 +213,8 @@ class Projector:
             if text:
                 self._pending_text.append((item_id, text))
                 self.partial_final = closed_early
+                if not closed_early:
+                    self._completed_text_ids.add(item_id)
             return None
         if kind not in TOOL_ITEM_TYPES:
             return None
@@ -240,11 +243,19 @@ class Projector:
         """Close every open item, place the final assistant text last; returns the messages."""
         if self._finished:
             return self.messages
+        closed_early = False
         for item_id in list(self._order):
             entry = self._open.pop(item_id, None)
             if entry is not None:
                 self._done.add(item_id)
                 self._emit(entry.item, "".join(entry.text), closed_early=True)
+                closed_early = True
+        if closed_early and len(self._pending_text) > 1:
+            # A message cut off (by a steer, say) keeps its place: the answer that came after
+            # it — not the fragment — is the final one.
+            rank = {item_id: index for index, item_id in enumerate(self._order)}
+            self._pending_text.sort(key=lambda pending: rank.get(pending[0], len(rank)))
+            self.partial_final = self._pending_text[-1][0] not in self._completed_text_ids
         self._finished = True
         if self._pending_text:
             *interim, (_item_id, final) = self._pending_text

@@ -135,6 +135,21 @@ def test_projection_pairs_each_tool_call_with_its_result_and_puts_the_answer_las
     assert p.tool_iterations == 1
 
 
+def test_a_message_cut_off_by_a_steer_never_becomes_the_final_answer():
+    p = Projector()
+    for method, params in [
+        _started({"type": "agentMessage", "id": "cut", "text": ""}),
+        ("item/agentMessage/delta", {"itemId": "cut", "delta": "slow slow "}),
+        # the user steered: codex leaves "cut" open and answers anew
+        _started({"type": "agentMessage", "id": "new", "text": ""}),
+        _completed({"type": "agentMessage", "id": "new", "text": "Using the blue one."}),
+    ]:
+        p.feed(method, params)
+    messages = p.finish()
+    assert [m["content"] for m in messages] == ["slow slow ", "Using the blue one."]
+    assert p.final_text == "Using the blue one." and not p.partial_final
+
+
 def test_duplicated_completions_count_once():
     p = Projector()
     item = {"type": "webSearch", "id": "w", "query": "q"}
