@@ -11,7 +11,6 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.wire import (
@@ -27,7 +26,7 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
-from hermes_codex_runtime.wire.codex_config import required_provider_key
+from hermes_codex_runtime.wire.codex_config import codex_home_path, required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: CLI overrides that keep a diagnostic spawn from syncing plugins or retrying forever.
@@ -42,11 +41,6 @@ class Check:
     status: str
     detail: str
     fix: str = ""
-
-
-def codex_home_path(setting: str | None) -> Path:
-    """The CODEX_HOME codex will use."""
-    return Path(os.path.expanduser(setting or os.environ.get("CODEX_HOME") or "~/.codex"))
 
 
 def check_binary(setting: str | None) -> tuple[Check, CodexBinary | None]:
