@@ -32,9 +32,17 @@ def test_a_usage_limit_completes_the_same_turn_on_the_fallback_provider(hermes,
     assert [m["role"] for m in sent if m["role"] == "user"] == ["user"]
     # Counted once, by the provider that answered: codex's refused attempt adds nothing.
     assert (agent.session_api_calls, agent.session_prompt_tokens) == (1, 7)
-    # The next turn is back on codex.
+    codex_asked = len(hermes.provider.requests)
+    # The next turn, inside Hermes' rate-limit cooldown, goes straight to the fallback: codex is
+    # not asked (and refused) a second time first.
+    second = agent.run_conversation("and again", conversation_history=result["messages"])
+    assert second["final_response"] == "fallback answered" and second["completed"] is True
+    assert len(hermes.provider.requests) == codex_asked
+    assert len([c for c in fallback_server.calls if c["path"] == "/v1/chat/completions"]) == 2
+    # Once the cooldown has passed (Hermes' own clock), the turn is back on codex.
+    agent._rate_limited_until = 0
     hermes.provider.enqueue(mp.text("codex again"))
-    again = agent.run_conversation("and again", conversation_history=result["messages"])
+    again = agent.run_conversation("third", conversation_history=second["messages"])
     assert again["final_response"] == "codex again"
     assert agent.api_mode == "codex_app_server"
 

@@ -70,7 +70,7 @@ SYMBOLS: tuple[HostSymbol, ...] = (
     HostSymbol(
         "agent.error_classifier",
         "FailoverReason",
-        "the reason passed to the fallback activation",
+        "rate_limit: the reason that arms Hermes' cooldown on fallback",
         True,
     ),
     HostSymbol(

@@ -5,8 +5,9 @@ Hermes' chat-completions loop lives inline in ``run_conversation``, so the turn 
 through it after ``_try_activate_fallback`` swapped the agent onto the fallback provider. The user
 message the turn already appended (and saved) is handed back through the CLI's pending-message slot,
 so it is reused rather than appended or written a second time, and the per-turn counters that the
-re-entry bumps again are rewound first. The next turn returns to codex through Hermes' own
-``_restore_primary_runtime``.
+re-entry bumps again are rewound first. The hand-over names the reason Hermes arms its cooldown for,
+so turns inside the cooldown stay on the fallback; after it, Hermes' own
+``_restore_primary_runtime`` returns the agent to codex.
 """
 
 from __future__ import annotations
@@ -25,12 +26,29 @@ def has_fallback(agent: Any) -> bool:
     return bool(chain) and callable(getattr(agent, "_try_activate_fallback", None))
 
 
+def failover_reason() -> Any:
+    """The ``FailoverReason`` a codex usage limit hands over with: ``rate_limit``.
+
+    Hermes arms its primary-provider cooldown (``_rate_limited_until``, 60 s) only for
+    ``rate_limit``/``billing``/``upstream_rate_limit``; its own classifier files a usage limit
+    that resets (codex's does: ``resets_in_seconds``) under ``rate_limit``. With that reason the
+    next turn inside the cooldown stays on the fallback instead of asking codex again first.
+    """
+    reason_enum = symbol("agent.error_classifier", "FailoverReason", feature="usage-limit fallback")
+    if reason_enum is None:
+        return None
+    for name in ("rate_limit", "billing"):
+        reason = getattr(reason_enum, name, None)
+        if reason is not None:
+            return reason
+    return None
+
+
 def run_on_fallback(agent: Any, state: Any, failure: Any) -> dict[str, Any] | None:
     """The fallback provider's result for this same turn, or ``None`` when there is none."""
     if not has_fallback(agent):
         return None
-    reason_enum = symbol("agent.error_classifier", "FailoverReason", feature="usage-limit fallback")
-    reason = getattr(reason_enum, "server_error", None) if reason_enum is not None else None
+    reason = failover_reason()
     try:
         activated = agent._try_activate_fallback(reason) if reason is not None \
             else agent._try_activate_fallback()
