@@ -11,7 +11,7 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup tools demo test lint bench soak clean
+.PHONY: setup tools demo test lint bench soak clean compat-manifest
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
@@ -38,6 +38,10 @@ lint: setup
 
 test: lint
 	HCR_REQUIRE_REAL=1 $(PY) -m pytest -p no:cacheprovider
+
+# COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/compat.py.
+compat-manifest: setup
+	$(PY) -m hermes_codex_runtime.hermes.compat --write COMPAT_MANIFEST.md
 
 bench: setup
 	$(PY) bench/run.py

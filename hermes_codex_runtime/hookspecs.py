@@ -49,6 +49,13 @@ def codex_approval(agent: Any, request: Any) -> Any:
     declines (fail closed). A raised exception or an unknown answer is a decline."""
 
 
+@hookspec(firstresult=True)
+def codex_tool_call(agent: Any, call: Any) -> Any:
+    """Run one of the host's own tools (declared in ``SessionSettings.host_tools``) that codex
+    called (``HostToolCall``), on the turn's thread: a ``HostToolOutput`` or the result text.
+    ``None`` passes on; nobody answering is a failed call."""
+
+
 @hookspec
 def codex_event(agent: Any, event: Any) -> None:
     """Progress for display (``CodexEvent``): streamed text, reasoning, tools, approvals."""

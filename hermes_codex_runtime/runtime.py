@@ -31,7 +31,7 @@ from typing import Any
 import pluggy
 
 from hermes_codex_runtime.plugins import make_plugin_manager
-from hermes_codex_runtime.protocol import Failure, FailureKind
+from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
 from hermes_codex_runtime.session import (
     ApprovalRequest,
     CodexEvent,
@@ -182,9 +182,14 @@ class CodexRuntime:
         def on_event(event: CodexEvent) -> None:
             self._tell("codex_event", agent=agent, event=event)
 
+        def call_tool(call: HostToolCall) -> Any:
+            # not `_ask`: the session turns an exception into a failed call the model can read
+            return self.pm.hook.codex_tool_call(agent=agent, call=call)
+
+        extra: dict[str, Any] = {"call_tool": call_tool} if settings.host_tools else {}
         session = self._factory(settings, developer_instructions=instructions,
                                 stored_thread_id=stored if isinstance(stored, str) else None,
-                                approve=approve, on_event=on_event)
+                                approve=approve, on_event=on_event, **extra)
         with self._lock:
             self._entries[key] = _Entry(session, instructions, settings)
         return session

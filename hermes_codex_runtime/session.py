@@ -45,6 +45,9 @@ from hermes_codex_runtime.protocol import (
     Decision,
     Failure,
     FailureKind,
+    HostTool,
+    HostToolCall,
+    HostToolOutput,
     InputError,
     answer_for,
     approval_kind,
@@ -62,6 +65,7 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
+from hermes_codex_runtime.protocol.answers import DYNAMIC_TOOL_CALL
 from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator, UsageReport
 from hermes_codex_runtime.wire import (
     AppServerConnection,
@@ -119,6 +123,9 @@ class SessionSettings:
     post_tool_quiet_warning: float = 90.0
     client_version: str = "0"
     registry_path: str | None = None  # app-servers recorded here are reaped if the host dies
+    #: The host's own tools codex may call on this thread (codex's experimental dynamic tools);
+    #: each call goes to the session's ``call_tool``.
+    host_tools: tuple[HostTool, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",
@@ -128,6 +135,11 @@ class SessionSettings:
                     or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
                 raise ValueError(f"{name} must be a positive number of seconds, at most "
                                  f"{MAX_TIMEOUT:g}, got {value!r}")
+        if not all(isinstance(tool, HostTool) for tool in self.host_tools):
+            raise ValueError("host_tools must be HostTool values")
+        names = [tool.name for tool in self.host_tools]
+        if len(set(names)) != len(names):
+            raise ValueError(f"host_tools names must be unique, got {names}")
 
 
 class Cancellation:
@@ -308,6 +320,7 @@ def _home_lock(home: str) -> Iterator[None]:
 Approver = Callable[[ApprovalRequest], Any]
 EventSink = Callable[[CodexEvent], None]
 SeedProvider = Callable[[], str | None]
+ToolRunner = Callable[[HostToolCall], Any]
 ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
 
 
@@ -327,12 +340,14 @@ class CodexSession:
         approve: Approver | None = None,
         on_event: EventSink | None = None,
         connection_factory: ConnectionFactory | None = None,
+        call_tool: ToolRunner | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.developer_instructions = developer_instructions
         self._stored_thread_id = stored_thread_id
         self._approve = approve
         self._on_event = on_event
+        self._call_tool = call_tool
         self._connect = connection_factory or AppServerConnection.spawn
         self._conn: AppServerConnection | None = None
         self.thread_id: str | None = None
@@ -384,7 +399,8 @@ class CodexSession:
             client_version=s.client_version, registry_path=s.registry_path,
             provider_keys=provider_credential_names(s.codex_home, s.model_provider),
             # a name commands may inherit must first reach the process they inherit from
-            env_passthrough=(*s.env_passthrough, *s.command_env_passthrough))
+            env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
+            experimental_api=bool(s.host_tools))
         home = os.path.realpath(s.codex_home or os.environ.get("CODEX_HOME") or "~")
         # codex initialises a sqlite state database in CODEX_HOME on start-up; several
         # app-servers starting at once on a fresh home race on it ("failed to initialize sqlite
@@ -445,8 +461,9 @@ class CodexSession:
                 raise
         seed_text = seed() if seed is not None else None
         combined = "\n\n".join(p for p in (instructions, seed_text) if p) or None
+        tools = [tool.spec() for tool in self.settings.host_tools] or None
         result = self._request(conn, "thread/start", thread_start_params(
-            developer_instructions=combined, **overrides))
+            developer_instructions=combined, dynamic_tools=tools, **overrides))
         thread_id = (result.get("thread") or {}).get("id")
         if not isinstance(thread_id, str) or not thread_id:
             raise ServerError("thread/start", -32603, "codex returned no thread id")
@@ -973,6 +990,9 @@ class CodexSession:
             return
         with self._lock:
             decisions = self._decisions
+        if message.method == DYNAMIC_TOOL_CALL and decisions is not None:
+            self._run_host_tool(conn, message)
+            return
         if self._answer_directly(conn, message, in_turn=decisions is not None):
             return
         assert decisions is not None
@@ -996,6 +1016,34 @@ class CodexSession:
         self._emit(CodexEvent("approval_requested", request.summary(), method=method,
                               params=params))
         decisions.put(pending)
+
+    def _run_host_tool(self, conn: AppServerConnection, message: Inbound) -> None:
+        """Run one of the host's tools for codex, on the turn's thread (the host's own tool
+        context — thread-local allow-lists, approval callbacks — is the caller's), and answer.
+        A tool this session did not declare, or a host that raised, is a failed call."""
+        call = HostToolCall.from_params(message.params)
+        declared = {tool.name for tool in self.settings.host_tools}
+        output = HostToolOutput(f"Unknown tool {call.tool!r}.", success=False)
+        if call.tool in declared and self._call_tool is not None:
+            try:
+                answer = self._call_tool(call)
+                if isinstance(answer, HostToolOutput):
+                    output = answer
+                elif isinstance(answer, str):
+                    output = HostToolOutput(answer)
+                else:
+                    output = HostToolOutput(f"The tool {call.tool!r} returned nothing.",
+                                            success=False)
+            except Exception as exc:
+                reason = redact(f"{type(exc).__name__}: {exc}")
+                log.warning("the host's tool %s raised: %s", call.tool, reason)
+                output = HostToolOutput(f"The tool {call.tool!r} failed: {reason}",
+                                        success=False)
+        elif call.tool not in declared:
+            log.warning("codex called tool %r, which this session did not declare", call.tool)
+        assert message.id is not None
+        with contextlib.suppress(TransportClosed):
+            conn.respond(message.id, output.answer())
 
     def _begin_turn(self, conn: AppServerConnection) -> None:
         """Before a turn (or compaction) is requested: the turn loop consumes the stream again,

@@ -107,7 +107,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture
-def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema):
+def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, request):
     """Factory: ``make_runtime(**host_options) -> (runtime, host)`` on the real codex binary and
     the mock provider. Every connection records what it sent; teardown closes every session and
     asserts the wire stayed clean (schema-valid, nothing codex would ignore)."""
@@ -140,11 +140,16 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema):
         return runtime, host
 
     make.workdir = workdir
+    make.settings_defaults = {"codex_bin": codex_binary.path, "codex_home": str(codex_home)}
     make.connections = connections
     yield make
     for runtime in runtimes:
         runtime.close_all()
-    problems = [p for conn in connections for p in conn.wire_problems(protocol_schema)]
+    problems = []
+    for conn in connections:
+        schema = request.getfixturevalue("experimental_schema") if conn.experimental \
+            else protocol_schema
+        problems.extend(conn.wire_problems(schema))
     assert problems == [], problems
 
 

@@ -25,8 +25,11 @@ class RecordingHost:
                  instructions: str | None = "You are the test host.",
                  decide: Callable[[ApprovalRequest], Any] | None = None,
                  stored: str | None = None,
-                 fallback: Callable[[Any, Any], Any] | None = None) -> None:
+                 fallback: Callable[[Any, Any], Any] | None = None,
+                 tools: Callable[[Any], Any] | None = None) -> None:
         self.settings = settings
+        self.tools = tools
+        self.tool_calls: list[Any] = []
         self.instructions = instructions
         self.decide = decide or (lambda request: Decision.ACCEPT)
         self.stored = stored
@@ -68,6 +71,12 @@ class RecordingHost:
         with self.lock:
             self.approvals.append(request)
         return self.decide(request)
+
+    @hookimpl
+    def codex_tool_call(self, agent, call):
+        with self.lock:
+            self.tool_calls.append(call)
+        return self.tools(call) if self.tools else None
 
     @hookimpl
     def codex_event(self, agent, event):

@@ -18,10 +18,23 @@ def manifest_rows() -> list[tuple[str, str]]:
     return [m.groups() for line in section.splitlines() if (m := ROW.match(line))]
 
 
-def test_the_manifest_and_the_plugin_check_the_same_symbols():
+def test_the_manifest_table_is_generated_from_the_list_the_plugin_checks():
+    text = MANIFEST.read_text()
+    assert compat.with_table(text) == text, "COMPAT_MANIFEST.md is stale: make compat-manifest"
     rows = manifest_rows()
     assert len(rows) > 40
     assert rows == [(s.module, s.path) for s in compat.SYMBOLS]
+
+
+def test_the_generator_rewrites_a_stale_table_and_check_reports_it(tmp_path):
+    stale = tmp_path / "manifest.md"
+    stale.write_text("intro\n" + compat.BEGIN + "| old | row |\n" + compat.END + "outro\n")
+    assert compat.main(["--check", str(stale)]) == 1
+    assert compat.main(["--write", str(stale)]) == 0
+    assert compat.main(["--check", str(stale)]) == 0
+    text = stale.read_text()
+    assert text.startswith("intro\n") and text.endswith("outro\n") and "| old |" not in text
+    assert "`run_agent:AIAgent._invoke_tool`" in text
 
 
 def test_every_listed_hermes_symbol_exists_in_the_installed_host(hermes):

@@ -3,10 +3,12 @@ real agent and runs real turns through the plugin on the real codex binary + moc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 
+import psutil
 import pytest
 
 from hermes_codex_runtime.testing import mock_provider as mp
@@ -127,21 +129,78 @@ def test_nudges_tick_and_the_background_review_fires_above_threshold(hermes):
     assert snapshot_roles.count("user") == 2 and snapshot_roles[-1] == "assistant"
 
 
-def test_the_review_fork_runs_on_codex_responses(hermes):
-    agent = hermes.agent()
+def test_with_a_hermes_credential_the_review_fork_keeps_hermes_own_route(hermes):
+    agent = hermes.agent()  # api_key: a Hermes-side credential
     hermes.provider.enqueue(mp.text("ok"))
     agent.run_conversation("a codex turn wires the host")
     from agent.background_review import _resolve_review_runtime
 
     assert _resolve_review_runtime(agent)["api_mode"] == "codex_responses"
-    # Routed to the same provider through auxiliary.background_review: still not codex.
-    config = hermes.configure()
-    config["auxiliary"] = {"background_review": {"provider": "openai-codex",
-                                                 "model": "mock-model"}}
+
+
+def _codex_only_agent(hermes, **overrides):
+    """An AIAgent built the way Hermes builds one when only `codex login` was done."""
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+
+    from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY
+
+    runtime = resolve_runtime_provider()
+    assert runtime["api_key"] == PLACEHOLDER_KEY  # Hermes holds no credential of its own
+    return hermes.agent(provider=runtime["provider"], api_mode=runtime["api_mode"],
+                        base_url=runtime["base_url"], api_key=runtime["api_key"], **overrides)
+
+
+def _codex_app_servers() -> list[psutil.Process]:
+    out = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "app-server" in child.cmdline():
+                out.append(child)
+    return out
+
+
+def test_the_background_review_runs_through_codex_with_a_codex_only_login(hermes):
     from hermes_env import write_config
 
+    config = hermes.configure()
+    config["memory"] = {"memory_enabled": True, "nudge_interval": 1}
     write_config(hermes.home, config)
-    assert _resolve_review_runtime(agent)["api_mode"] != "codex_app_server"
+    agent = _codex_only_agent(hermes, skip_memory=False)
+    summaries: list[str] = []
+    agent.background_review_callback = summaries.append
+    hermes.provider.enqueue(
+        mp.text("Noted: green tea."),
+        # the review: codex calls Hermes' memory tool, then says what it did
+        mp.tool_call("memory", {"action": "add", "target": "memory",
+                                "content": "User always drinks green tea."}),
+        mp.text("Saved the preference."))
+    result = agent.run_conversation("I always drink green tea.")
+    assert result["final_response"] == "Noted: green tea."
+    reviews = [t for t in threading.enumerate() if t.name == "bg-review"]
+    assert reviews, "Hermes did not start its background review"
+    for thread in reviews:
+        thread.join(90)
+        assert not thread.is_alive()
+    # The review really ran, on codex, and Hermes' own memory tool wrote the entry.
+    assert len(hermes.provider.requests) == 3
+    review_request = hermes.provider.requests[1]
+    offered = {tool.get("name") for tool in review_request.get("tools", [])}
+    assert {"memory", "skill_manage"} <= offered
+    assert hermes.provider.saw_text("I always drink green tea.")  # the conversation, seeded
+    memory = (hermes.home / "memories" / "MEMORY.md").read_text()
+    assert "User always drinks green tea." in memory
+    assert summaries and "Self-improvement review" in summaries[0]
+    # The fork left the parent's session alone: nothing of the review in state.db, and the
+    # parent's codex thread is still the one its next turn resumes.
+    stored = agent._session_db.get_messages(agent.session_id)
+    assert [row["role"] for row in stored] == ["user", "assistant"]
+    assert len(_codex_app_servers()) == 1  # the review's own codex process was closed
+    agent._memory_nudge_interval = 0  # no second review
+    hermes.provider.enqueue(mp.text("still here"))
+    again = agent.run_conversation("next", conversation_history=result["messages"])
+    assert again["final_response"] == "still here"
+    assert again["codex_thread_id"] == result["codex_thread_id"]
+    assert not [t for t in threading.enumerate() if t.name == "bg-review"]
 
 
 def test_host_hooks_fire_for_codex_turns(hermes):

@@ -306,3 +306,52 @@ def test_two_concurrent_first_turns_of_one_agent_share_one_codex_process(make_ru
     assert len(results) == 2 and all(r.ok for r in results)
     assert len(make_runtime.connections) == 1  # one process, one thread, turns in turn
     assert results[0].thread_id == results[1].thread_id
+
+
+def test_host_tools_are_offered_to_codex_and_run_by_the_host(make_runtime, mock_provider,
+                                                             caplog):
+    """Declared host tools become codex dynamic tools; each call runs on the turn's own thread
+    and its text and success reach codex's model. An undeclared tool and a host that raises are
+    failed calls, not a hung or broken turn."""
+    from hermes_codex_runtime.protocol import HostTool, HostToolOutput
+
+    schema = {"type": "object", "properties": {"note": {"type": "string"}},
+              "required": ["note"]}
+    settings = SessionSettings(
+        codex_bin=make_runtime.settings_defaults["codex_bin"],
+        codex_home=make_runtime.settings_defaults["codex_home"], cwd=str(make_runtime.workdir),
+        turn_timeout=60.0,
+        host_tools=(HostTool("remember", "Save a note.", schema),
+                    HostTool("explode", "Always fails.", schema)))
+    threads: list[str] = []
+
+    def run(call):
+        threads.append(threading.current_thread().name)
+        if call.tool == "explode":
+            raise RuntimeError("kaboom sk-live-123456789012345678901234")
+        return HostToolOutput(f"saved {call.arguments['note']}", success=True)
+
+    mock_provider.enqueue(
+        mp.tool_call("remember", {"note": "tea"}, call_id="c1"),
+        mp.tool_call("explode", {"note": "x"}, call_id="c2"),
+        mp.tool_call("rm_rf", {"note": "y"}, call_id="c3"),  # never declared
+        mp.text("all done"))
+    runtime, host = make_runtime(settings, tools=run)
+    caller = threading.current_thread().name
+    turn = runtime.run_turn(Agent(), "use your tools")
+    assert turn.ok and turn.final_text == "all done", turn.error
+    offered = {t.get("name") for t in mock_provider.requests[0]["tools"]}
+    assert {"remember", "explode"} <= offered and "rm_rf" not in offered
+    assert [c.tool for c in host.tool_calls] == ["remember", "explode"]  # rm_rf never asked
+    assert threads == [caller, caller]
+    outputs = {}
+    for item in mock_provider.requests[-1]["input"]:
+        if item.get("type") == "function_call_output":
+            outputs[item["call_id"]] = item["output"]
+    assert outputs["c1"] == "saved tea"
+    assert "kaboom" in outputs["c2"] and "sk-live-1234" not in outputs["c2"]
+    assert "kaboom" in caplog.text and "sk-live-1234" not in caplog.text
+    assert "rm_rf" in outputs["c3"]  # codex refused it itself
+    # the transcript shows each call and its result, as for any tool
+    tool_messages = [m for m in turn.messages if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == "saved tea"

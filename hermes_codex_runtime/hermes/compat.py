@@ -1,8 +1,10 @@
-"""Every Hermes symbol the adapter relies on (mirrored, row for row, in COMPAT_MANIFEST.md).
+"""Every Hermes symbol the adapter relies on — the source of COMPAT_MANIFEST.md's Hermes table.
 
 Used by ``doctor`` to report missing host seams, and by the tests to walk the installed host.
 ``required`` symbols are the ones a working install needs; the rest degrade one feature or are
-only used by the test suite.
+only used by the test suite. The manifest's table is generated from :data:`SYMBOLS`
+(``python -m hermes_codex_runtime.hermes.compat --write COMPAT_MANIFEST.md``, or
+``make compat-manifest``); a test fails when the file and this list differ.
 """
 
 from __future__ import annotations
@@ -17,281 +19,463 @@ class HostSymbol(NamedTuple):
     path: str
     feature: str
     required: bool
+    verified: str = "0.19.0"  # the host version(s) the row was checked on
+    when_missing: str = "—"  # what the plugin does without it
 
 
 SYMBOLS: tuple[HostSymbol, ...] = (
-    HostSymbol(
-        "hermes_cli.plugins",
-        "ENTRY_POINTS_GROUP",
-        "discovery through hermes_agent.plugins (value: the module)",
-        True,
-    ),
-    HostSymbol(
-        "hermes_cli.plugins", "invoke_hook", "post_llm_call / on_session_end for codex turns", True
-    ),
-    HostSymbol(
-        "hermes_cli.plugins", "discover_plugins", "tests: discovery as Hermes does it", False
-    ),
-    HostSymbol(
-        "agent.codex_runtime",
-        "run_codex_app_server_turn",
-        "THE turn seam (replaced; AIAgent._run_codex_app_server_turn imports it per call)",
-        True,
-    ),
-    HostSymbol("run_agent", "AIAgent._run_codex_app_server_turn", "the caller of the seam", True),
-    HostSymbol(
-        "hermes_cli.runtime_provider",
-        "resolve_runtime_provider",
-        "activation of model.openai_runtime on every path (wrapped)",
-        True,
-    ),
-    HostSymbol("hermes_cli.config", "load_config", "reading model.*, approvals.*", True),
-    HostSymbol("hermes_constants", "get_hermes_home", "HERMES_HOME (thread bindings file)", True),
-    HostSymbol(
-        "agent.background_review",
-        "_resolve_review_runtime",
-        "keeping the review fork on codex_responses (wrapped)",
-        True,
-    ),
-    HostSymbol(
-        "agent.conversation_compression",
-        "COMPACTION_STATUS",
-        "the status line for native compaction",
-        True,
-    ),
-    HostSymbol(
-        "agent.conversation_compression",
-        "_compress_context_via_codex_app_server",
-        "/compress reaches codex through agent._codex_session.compact_thread()",
-        True,
-    ),
-    HostSymbol("agent.usage_pricing", "CanonicalUsage", "cost estimate input", True),
-    HostSymbol("agent.usage_pricing", "estimate_usage_cost", "cost estimate", True),
-    HostSymbol(
-        "agent.error_classifier",
-        "FailoverReason",
-        "rate_limit: the reason that arms Hermes' cooldown on fallback",
-        True,
-    ),
-    HostSymbol(
-        "agent.redact", "redact_sensitive_text", "redacting commands shown in gateway prompts", True
-    ),
-    HostSymbol(
-        "hermes_state",
-        "SessionDB.get_session",
-        "reading the thread binding (sessions.model_config)",
-        True,
-    ),
-    HostSymbol(
-        "hermes_state",
-        "SessionDB._execute_write",
-        "writing the binding atomically (json_set)",
-        True,
-    ),
-    HostSymbol(
-        "hermes_state", "SessionDB.update_token_counts", "token accounting in state.db", True
-    ),
-    HostSymbol(
-        "hermes_state", "SessionDB.get_messages", "tests: what reached the session DB", False
-    ),
-    HostSymbol("tools.approval", "get_current_session_key", "the approval session key", True),
-    HostSymbol("tools.approval", "_is_gateway_approval_context", "gateway vs CLI", True),
-    HostSymbol(
-        "tools.approval", "is_approval_bypass_active", "approvals.mode: off, --yolo, /yolo", True
-    ),
-    HostSymbol("tools.approval", "_get_cron_approval_mode", "cron approvals", True),
-    HostSymbol("tools.approval", "_YOLO_MODE_FROZEN", "--yolo", True),
-    HostSymbol("tools.approval", "is_current_session_yolo_enabled", "this session's /yolo", True),
-    HostSymbol("tools.approval", "_normalize_approval_mode", "approvals.mode", True),
-    HostSymbol("tools.approval", "_command_detection_variants", "approvals.deny", True),
-    HostSymbol("tools.approval", "detect_hardline_command", "never-run commands", True),
-    HostSymbol("tools.approval", "_check_sudo_stdin_guard", "sudo without a password source", True),
-    HostSymbol("tools.approval", "_match_user_deny_rule", "approvals.deny", True),
-    HostSymbol("tools.approval", "_command_matches_permanent_allowlist", "command_allowlist", True),
-    HostSymbol("tools.approval", "is_approved", "approvals remembered for the session", True),
-    HostSymbol("tools.approval", "approve_session", '"session" / "always" choices', True),
-    HostSymbol("tools.approval", "approve_permanent", '"always"', True),
-    HostSymbol("tools.approval", "save_permanent_allowlist", '"always"', True),
-    HostSymbol(
-        "tools.approval",
-        "_gateway_notify_cbs",
-        "is there an approval channel for this gateway session",
-        True,
-    ),
-    HostSymbol("tools.approval", "_lock", "reading the channel table", True),
-    HostSymbol(
-        "tools.approval",
-        "_await_gateway_decision",
-        "asking through the gateway (pending approval, notify, wait, timeout)",
-        True,
-    ),
-    HostSymbol(
-        "tools.approval",
-        "_gateway_queues",
-        "withdrawing a lapsed gateway prompt (its entry resolved as deny and removed)",
-        False,
-    ),
-    HostSymbol(
-        "tools.approval",
-        "_ApprovalEntry",
-        "the queued entry a withdrawal resolves (.data identifies ours; .result, .event)",
-        False,
-    ),
-    HostSymbol(
-        "gateway.run",
-        "GatewayRunner._handle_message",
-        "tests: a chat platform's message path (/stop, /approve) with a persistent key",
-        False,
-    ),
-    HostSymbol(
-        "gateway.platforms.base",
-        "BasePlatformAdapter.handle_message",
-        "tests: a test chat adapter feeding the gateway",
-        False,
-    ),
-    HostSymbol(
-        "cli",
-        "HermesCLI._approval_callback",
-        "the CLI prompt a withdrawal dismisses (_approval_state: command, response_queue)",
-        False,
-    ),
-    HostSymbol(
-        "tools.approval",
-        "_fire_approval_hook",
-        "pre_approval_request / post_approval_response around CLI prompts",
-        True,
-    ),
-    HostSymbol(
-        "tools.approval", "prompt_dangerous_approval", "the CLI prompt (redaction, timeout)", True
-    ),
-    HostSymbol(
-        "tools.approval", "set_current_session_key", "tests: binding a session like the CLI", False
-    ),
-    HostSymbol("tools.approval", "enable_session_yolo", "tests: /yolo", False),
-    HostSymbol(
-        "tools.terminal_tool",
-        "_get_approval_callback",
-        "the CLI's interactive approval callback",
-        True,
-    ),
-    HostSymbol(
-        "tools.terminal_tool", "set_approval_callback", "tests: installing a CLI callback", False
-    ),
-    HostSymbol("run_agent", "AIAgent.interrupt", "wrapped: reaches the codex session", True),
-    HostSymbol("run_agent", "AIAgent.close", "wrapped: closes the codex process tree", True),
-    HostSymbol(
-        "run_agent", "AIAgent.release_clients", "wrapped: gateway eviction closes codex", True
-    ),
-    HostSymbol("run_agent", "AIAgent.clear_interrupt", "end of a codex turn", True),
-    HostSymbol("run_agent", "AIAgent.run_conversation", "the fallback re-runs the turn", True),
-    HostSymbol("run_agent", "AIAgent._try_activate_fallback", "usage-limit fallback", True),
-    HostSymbol(
-        "run_agent", "AIAgent._restore_primary_runtime", "held off during the fallback turn", True
-    ),
-    HostSymbol(
-        "run_agent",
-        "AIAgent._flush_messages_to_session_db",
-        "persisting projected messages (idempotent)",
-        True,
-    ),
-    HostSymbol("run_agent", "AIAgent._sync_external_memory_for_turn", "memory sync", True),
-    HostSymbol("run_agent", "AIAgent._spawn_background_review", "the background review", True),
-    HostSymbol(
-        "run_agent", "AIAgent._reset_stream_delivery_tracking", "streaming state per turn", True
-    ),
-    HostSymbol("run_agent", "AIAgent._fire_stream_delta", "streamed text", True),
-    HostSymbol("run_agent", "AIAgent._fire_reasoning_delta", "streamed reasoning", True),
-    HostSymbol("run_agent", "AIAgent._emit_status", "compaction, retry and quiet status lines",
-               True),
-    HostSymbol("run_agent", "AIAgent._touch_activity",
-               "the activity clock the gateway's inactivity watchdog reads", False),
-    HostSymbol("run_agent", "AIAgent.steer", "wrapped: /steer reaches the codex turn", False),
-    HostSymbol("run_agent", "AIAgent._drain_pending_steer",
-               "taking Hermes' pending steer for codex", False),
-    HostSymbol("run_agent", "AIAgent()._pending_steer_lock",
-               "handing a refused steer back to Hermes", False),
-    HostSymbol("run_agent", "AIAgent().reasoning_config", "Hermes' effort → codex's effort",
-               False),
-    HostSymbol("run_agent", "AIAgent.get_activity_summary",
-               "tests: what the inactivity watchdog sees", False),
-    HostSymbol("run_agent", "AIAgent._ensure_db_session", "session row before token writes", True),
-    HostSymbol("run_agent", "AIAgent().session_id", "binding key", True),
-    HostSymbol("run_agent", "AIAgent()._session_db", "state.db", True),
-    HostSymbol("run_agent", "AIAgent()._cached_system_prompt", "developer instructions", True),
-    HostSymbol(
-        "run_agent", "AIAgent()._persist_user_message_idx", "history before this turn", True
-    ),
-    HostSymbol("run_agent", "AIAgent()._user_turn_count", "rewound for the fallback turn", True),
-    HostSymbol("run_agent", "AIAgent()._iters_since_skill", "skill nudge", True),
-    HostSymbol("run_agent", "AIAgent()._skill_nudge_interval", "skill nudge", True),
-    HostSymbol("run_agent", "AIAgent().valid_tool_names", "skill nudge needs skill_manage", True),
-    HostSymbol("run_agent", "AIAgent().context_compressor", "compressor updates", True),
-    HostSymbol(
-        "run_agent",
-        "AIAgent().session_prompt_tokens",
-        "session counters (and the other session_*)",
-        True,
-    ),
-    HostSymbol("run_agent", "AIAgent().tool_progress_callback", "progress", True),
-    HostSymbol("run_agent", "AIAgent().event_callback", "session:compress", True),
-    HostSymbol("run_agent", "AIAgent()._fallback_chain", "is a fallback configured", True),
-    HostSymbol(
-        "run_agent",
-        "AIAgent()._session_init_model_config",
-        "binding survives compression rotation",
-        True,
-    ),
-    HostSymbol(
-        "run_agent", "AIAgent()._interrupt_requested", "a stop before the turn starts", True
-    ),
-    HostSymbol(
-        "hermes_cli.commands",
-        "resolve_command",
-        "registering /codex-runtime only where Hermes has none",
-        True,
-    ),
-    HostSymbol(
-        "hermes_cli.config", "save_config", "/codex-runtime on hosts without a built-in one", True
-    ),
-    HostSymbol(
-        "hermes_cli.fallback_config",
-        "get_fallback_chain",
-        "the demo builds its agent as the CLI does",
-        False,
-    ),
-    HostSymbol("hermes_state", "SessionDB", "the demo's session database", False),
-    HostSymbol(
-        "hermes_cli.plugins", "get_plugin_commands", "tests: /codex-status is registered", False
-    ),
-    HostSymbol(
-        "tools.approval", "register_gateway_notify", "tests: a gateway approval channel", False
-    ),
-    HostSymbol(
-        "hermes_cli.config",
-        "OPTIONAL_ENV_VARS",
-        "tests: every credential Hermes' .env knows (password-flagged)",
-        False,
-    ),
-    HostSymbol(
-        "hermes_cli.plugins",
-        "PluginContext.register_command",
-        "registering /codex-status (and /codex-runtime where Hermes has none)",
-        True,
-    ),
-    HostSymbol(
-        "hermes_cli.plugins",
-        "PluginContext.register_cli_command",
-        "`hermes codex-plugin doctor|status`",
-        True,
-    ),
-    HostSymbol(
-        "run_agent",
-        "AIAgent()._pending_cli_user_message",
-        "the fallback turn reuses the saved user message",
-        True,
-    ),
-    HostSymbol("run_agent", "AIAgent()._turns_since_memory", "rewound for the fallback turn", True),
+    HostSymbol('hermes_cli.plugins', 'ENTRY_POINTS_GROUP',
+               'discovery through `hermes_agent.plugins` (value: the module)',
+               required=True, verified='0.19.0',
+               when_missing='the plugin is not loaded; Hermes runs as before'),
+    HostSymbol('hermes_cli.plugins', 'invoke_hook',
+               '`post_llm_call` / `on_session_end` for codex turns',
+               required=True, verified='0.19.0',
+               when_missing="those hooks don't fire for codex turns"),
+    HostSymbol('hermes_cli.plugins', 'discover_plugins',
+               'tests: discovery as Hermes does it',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('agent.codex_runtime', 'run_codex_app_server_turn',
+               'THE turn seam (replaced; `AIAgent._run_codex_app_server_turn` imports it per call)',
+               required=True, verified='0.19.0',
+               when_missing="Hermes' own codex runtime stays in place"),
+    HostSymbol('run_agent', 'AIAgent._run_codex_app_server_turn',
+               'the caller of the seam',
+               required=True, verified='0.19.0',
+               when_missing='the seam is never reached'),
+    HostSymbol('hermes_cli.runtime_provider', 'resolve_runtime_provider',
+               'activation of `model.openai_runtime` on every path (wrapped)',
+               required=True, verified='0.19.0',
+               when_missing="only Hermes' own activation (credential pool) works"),
+    HostSymbol('hermes_cli.config', 'load_config',
+               'reading `model.*`, `approvals.*`',
+               required=True, verified='0.19.0',
+               when_missing='config.yaml is read with PyYAML'),
+    HostSymbol('hermes_constants', 'get_hermes_home',
+               '`HERMES_HOME` (thread bindings file)',
+               required=True, verified='0.19.0',
+               when_missing='`$HERMES_HOME` or `~/.hermes`'),
+    HostSymbol('agent.background_review', '_resolve_review_runtime',
+               'wrapped: the review fork stays on codex when Hermes holds no credential of its '
+               'own (codex-only login), else `codex_responses`',
+               required=True, verified='0.19.0',
+               when_missing='with a codex-only login the review fails as on Hermes\' own runtime'),
+    HostSymbol('hermes_cli.plugins', '_thread_tool_whitelist',
+               "the review thread's tool allow-list (`.allowed`) narrows the host tools codex "
+               "is offered",
+               required=False, verified='0.19.0',
+               when_missing="all of Hermes' memory and skill tools are offered; Hermes still "
+               "enforces its allow-list when it runs one"),
+    HostSymbol('model_tools', 'get_tool_definitions',
+               "the review fork's memory and skill tools, offered to codex as host tools",
+               required=False, verified='0.19.0',
+               when_missing='the review runs on codex without tools (it cannot save anything)'),
+    HostSymbol('run_agent', 'AIAgent._invoke_tool',
+               'running a Hermes tool codex called (hooks, allow-list, memory provenance)',
+               required=False, verified='0.19.0',
+               when_missing='the call fails and codex is told so'),
+    HostSymbol('run_agent', 'AIAgent()._memory_enabled',
+               'does the review offer the memory tool (with `_user_profile_enabled`)',
+               required=False, verified='0.19.0', when_missing='skills only'),
+    HostSymbol('run_agent', 'AIAgent()._persist_disabled',
+               'the review fork: no stored thread, no binding, nothing in state.db',
+               required=True, verified='0.19.0',
+               when_missing="the fork could resume and bind its parent's codex thread"),
+    HostSymbol('run_agent', 'AIAgent()._session_messages',
+               "set after a codex turn as Hermes' persistence leaves it (the review summary "
+               "reads it)",
+               required=False, verified='0.19.0',
+               when_missing='no "Self-improvement review" summary'),
+    HostSymbol('agent.conversation_compression', 'COMPACTION_STATUS',
+               'the status line for native compaction',
+               required=True, verified='0.19.0',
+               when_missing='no status line'),
+    HostSymbol('agent.conversation_compression', '_compress_context_via_codex_app_server',
+               '`/compress` reaches codex through `agent._codex_session.compact_thread()`',
+               required=True, verified='0.19.0',
+               when_missing='`/compress` does not compact the codex thread'),
+    HostSymbol('agent.usage_pricing', 'CanonicalUsage',
+               'cost estimate input',
+               required=True, verified='0.19.0',
+               when_missing='no cost estimate (tokens still counted)'),
+    HostSymbol('agent.usage_pricing', 'estimate_usage_cost',
+               'cost estimate',
+               required=True, verified='0.19.0',
+               when_missing='no cost estimate'),
+    HostSymbol('agent.error_classifier', 'FailoverReason',
+               "rate_limit: the reason that arms Hermes' cooldown on fallback",
+               required=True, verified='0.19.0',
+               when_missing='fallback activated without a reason'),
+    HostSymbol('agent.redact', 'redact_sensitive_text',
+               'redacting commands shown in gateway prompts',
+               required=True, verified='0.19.0',
+               when_missing='the command is shown as is'),
+    HostSymbol('hermes_state', 'SessionDB.get_session',
+               'reading the thread binding (`sessions.model_config`)',
+               required=True, verified='0.19.0',
+               when_missing='the binding file under `HERMES_HOME` is used'),
+    HostSymbol('hermes_state', 'SessionDB._execute_write',
+               'writing the binding atomically (`json_set`)',
+               required=True, verified='0.19.0',
+               when_missing='the binding file only'),
+    HostSymbol('hermes_state', 'SessionDB.update_token_counts',
+               'token accounting in state.db',
+               required=True, verified='0.19.0',
+               when_missing='agent counters only'),
+    HostSymbol('hermes_state', 'SessionDB.get_messages',
+               'tests: what reached the session DB',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('tools.approval', 'get_current_session_key',
+               'the approval session key',
+               required=True, verified='0.19.0',
+               when_missing="the agent's session id"),
+    HostSymbol('tools.approval', '_is_gateway_approval_context',
+               'gateway vs CLI',
+               required=True, verified='0.19.0',
+               when_missing='treated as no gateway'),
+    HostSymbol('tools.approval', 'is_approval_bypass_active',
+               '`approvals.mode: off`, `--yolo`, `/yolo`',
+               required=True, verified='0.19.0',
+               when_missing='approvals are asked (never bypassed)'),
+    HostSymbol('tools.approval', '_get_cron_approval_mode',
+               'cron approvals',
+               required=True, verified='0.19.0',
+               when_missing='cron declines'),
+    HostSymbol('tools.approval', '_YOLO_MODE_FROZEN',
+               '`--yolo` (read without a config reload)',
+               required=True, verified='0.19.0',
+               when_missing='`is_approval_bypass_active()` is called'),
+    HostSymbol('tools.approval', 'is_current_session_yolo_enabled',
+               "this session's `/yolo`",
+               required=True, verified='0.19.0',
+               when_missing='`is_approval_bypass_active()` is called'),
+    HostSymbol('tools.approval', '_normalize_approval_mode',
+               '`approvals.mode` (YAML `off` is `False`)',
+               required=True, verified='0.19.0',
+               when_missing='`is_approval_bypass_active()` is called'),
+    HostSymbol('tools.approval', '_command_detection_variants',
+               '`approvals.deny` matched like Hermes does',
+               required=True, verified='0.19.0',
+               when_missing='`_match_user_deny_rule` is called'),
+    HostSymbol('tools.approval', 'detect_hardline_command',
+               'never-run commands',
+               required=True, verified='0.19.0',
+               when_missing='not checked'),
+    HostSymbol('tools.approval', '_check_sudo_stdin_guard',
+               'sudo without a password source',
+               required=True, verified='0.19.0',
+               when_missing='not checked'),
+    HostSymbol('tools.approval', '_match_user_deny_rule',
+               '`approvals.deny`',
+               required=True, verified='0.19.0',
+               when_missing='not checked'),
+    HostSymbol('tools.approval', '_command_matches_permanent_allowlist',
+               '`command_allowlist`',
+               required=True, verified='0.19.0',
+               when_missing='asked instead'),
+    HostSymbol('tools.approval', 'is_approved',
+               'approvals remembered for the session',
+               required=True, verified='0.19.0',
+               when_missing='asked again'),
+    HostSymbol('tools.approval', 'approve_session',
+               '"session" / "always" choices',
+               required=True, verified='0.19.0',
+               when_missing='not remembered by Hermes (codex still caches `acceptForSession`)'),
+    HostSymbol('tools.approval', 'approve_permanent',
+               '"always"',
+               required=True, verified='0.19.0',
+               when_missing='not remembered'),
+    HostSymbol('tools.approval', 'save_permanent_allowlist',
+               '"always"',
+               required=True, verified='0.19.0',
+               when_missing='not persisted'),
+    HostSymbol('tools.approval', '_gateway_notify_cbs',
+               'is there an approval channel for this gateway session',
+               required=True, verified='0.19.0',
+               when_missing='gateway approvals decline'),
+    HostSymbol('tools.approval', '_lock',
+               'reading the channel table',
+               required=True, verified='0.19.0',
+               when_missing='gateway approvals decline'),
+    HostSymbol('tools.approval', '_await_gateway_decision',
+               'asking through the gateway (pending approval, notify, wait, timeout)',
+               required=True, verified='0.19.0',
+               when_missing='gateway approvals decline'),
+    HostSymbol('tools.approval', '_gateway_queues',
+               'withdrawing a lapsed gateway prompt: our entry (matched by identity of its '
+               '`data`) is resolved as `deny` and removed, so the next `/approve` answers the '
+               'question the user sees',
+               required=False, verified='0.19.0',
+               when_missing="a lapsed prompt stays queued until Hermes' approval timeout "
+                            '(logged once)'),
+    HostSymbol('tools.approval', '_ApprovalEntry',
+               'the queued entry a withdrawal resolves (`.data`, `.result`, `.event`)',
+               required=False, verified='0.19.0',
+               when_missing='as above'),
+    HostSymbol('gateway.run', 'GatewayRunner._handle_message',
+               "tests only: a chat platform's message path (`/stop`, `/approve`) with a "
+               'persistent session key (also `GatewayRunner` internals, '
+               '`gateway.config.GatewayConfig`/`PlatformConfig`/`Platform`, '
+               '`gateway.session.SessionSource`, '
+               '`gateway.platforms.base.MessageEvent`/`SendResult`; and `python -m '
+               "tui_gateway.entry`'s `session.create`/`prompt.submit`/`approval.respond`)",
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('gateway.platforms.base', 'BasePlatformAdapter.handle_message',
+               'tests only: a test chat adapter feeding the gateway',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('cli', 'HermesCLI._approval_callback',
+               'the CLI prompt a withdrawal dismisses: `_approval_state` `{command, '
+               'response_queue}` answered with `deny`, as Hermes does on interrupt',
+               required=False, verified='0.19.0',
+               when_missing='a lapsed CLI prompt waits for its timeout'),
+    HostSymbol('tools.approval', '_fire_approval_hook',
+               '`pre_approval_request` / `post_approval_response` around CLI prompts',
+               required=True, verified='0.19.0',
+               when_missing="hooks don't fire for CLI prompts"),
+    HostSymbol('tools.approval', 'prompt_dangerous_approval',
+               'the CLI prompt (redaction, timeout)',
+               required=True, verified='0.19.0',
+               when_missing='the callback is called directly'),
+    HostSymbol('tools.approval', 'set_current_session_key',
+               'tests: binding a session like the CLI',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('tools.approval', 'enable_session_yolo',
+               'tests: `/yolo`',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('tools.terminal_tool', '_get_approval_callback',
+               "the CLI's interactive approval callback",
+               required=True, verified='0.19.0',
+               when_missing='CLI approvals decline'),
+    HostSymbol('tools.terminal_tool', 'set_approval_callback',
+               'tests: installing a CLI callback',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('run_agent', 'AIAgent.interrupt',
+               'wrapped: reaches the codex session',
+               required=True, verified='0.19.0',
+               when_missing='interrupt via `_active_request_abort` only'),
+    HostSymbol('run_agent', 'AIAgent.close',
+               'wrapped: closes the codex process tree',
+               required=True, verified='0.19.0',
+               when_missing='codex lives until the process exits'),
+    HostSymbol('run_agent', 'AIAgent.release_clients',
+               'wrapped: gateway eviction closes codex',
+               required=True, verified='0.19.0',
+               when_missing='as above'),
+    HostSymbol('run_agent', 'AIAgent.clear_interrupt',
+               'end of a codex turn',
+               required=True, verified='0.19.0',
+               when_missing='skipped'),
+    HostSymbol('run_agent', 'AIAgent.run_conversation',
+               'the fallback re-runs the turn',
+               required=True, verified='0.19.0',
+               when_missing='no same-turn fallback'),
+    HostSymbol('run_agent', 'AIAgent._try_activate_fallback',
+               'usage-limit fallback',
+               required=True, verified='0.19.0',
+               when_missing='no same-turn fallback'),
+    HostSymbol('run_agent', 'AIAgent._restore_primary_runtime',
+               'held off during the fallback turn',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent._flush_messages_to_session_db',
+               'persisting projected messages (idempotent)',
+               required=True, verified='0.19.0',
+               when_missing='messages not in state.db'),
+    HostSymbol('run_agent', 'AIAgent._sync_external_memory_for_turn',
+               'memory sync',
+               required=True, verified='0.19.0',
+               when_missing='no memory sync for codex turns'),
+    HostSymbol('run_agent', 'AIAgent._spawn_background_review',
+               'the background review',
+               required=True, verified='0.19.0',
+               when_missing='no review'),
+    HostSymbol('run_agent', 'AIAgent._reset_stream_delivery_tracking',
+               'streaming state per turn',
+               required=True, verified='0.19.0',
+               when_missing='skipped'),
+    HostSymbol('run_agent', 'AIAgent._fire_stream_delta',
+               'streamed text',
+               required=True, verified='0.19.0',
+               when_missing='no streaming display'),
+    HostSymbol('run_agent', 'AIAgent._fire_reasoning_delta',
+               'streamed reasoning',
+               required=True, verified='0.19.0',
+               when_missing='no reasoning display'),
+    HostSymbol('run_agent', 'AIAgent._emit_status',
+               'compaction, retry and quiet status lines',
+               required=True, verified='0.19.0',
+               when_missing='no status line'),
+    HostSymbol('run_agent', 'AIAgent._touch_activity',
+               "the activity clock the gateway's inactivity watchdog reads: touched at turn "
+               'start, by every codex event and by a 2 s heartbeat',
+               required=False, verified='0.19.0',
+               when_missing='a long quiet codex turn may look idle to the watchdog'),
+    HostSymbol('run_agent', 'AIAgent.steer',
+               'wrapped: `/steer` is delivered to the running codex turn (`turn/steer`)',
+               required=False, verified='0.19.0',
+               when_missing="the steer stays pending for Hermes' own loop"),
+    HostSymbol('run_agent', 'AIAgent._drain_pending_steer',
+               "taking Hermes' pending steer for codex (the turn or the next turn's input)",
+               required=False, verified='0.19.0',
+               when_missing='as above'),
+    HostSymbol('run_agent', 'AIAgent()._pending_steer_lock',
+               'handing a refused steer back to Hermes (`_pending_steer`)',
+               required=False, verified='0.19.0',
+               when_missing='set without the lock'),
+    HostSymbol('run_agent', 'AIAgent().reasoning_config',
+               "Hermes' reasoning effort → codex's effort",
+               required=False, verified='0.19.0',
+               when_missing="codex's default effort"),
+    HostSymbol('run_agent', 'AIAgent.get_activity_summary',
+               'tests only: what the inactivity watchdog sees',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('run_agent', 'AIAgent._ensure_db_session',
+               'session row before token writes',
+               required=True, verified='0.19.0',
+               when_missing='skipped'),
+    HostSymbol('run_agent', 'AIAgent().session_id',
+               'binding key',
+               required=True, verified='0.19.0',
+               when_missing='no binding'),
+    HostSymbol('run_agent', 'AIAgent()._session_db',
+               'state.db',
+               required=True, verified='0.19.0',
+               when_missing='binding file only'),
+    HostSymbol('run_agent', 'AIAgent()._cached_system_prompt',
+               'developer instructions',
+               required=True, verified='0.19.0',
+               when_missing="codex's own instructions only"),
+    HostSymbol('run_agent', 'AIAgent()._persist_user_message_idx',
+               'history before this turn',
+               required=True, verified='0.19.0',
+               when_missing='all but the last message'),
+    HostSymbol('run_agent', 'AIAgent()._user_turn_count',
+               'rewound for the fallback turn',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._iters_since_skill',
+               'skill nudge',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._skill_nudge_interval',
+               'skill nudge',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent().valid_tool_names',
+               'skill nudge needs `skill_manage`',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent().context_compressor',
+               'compressor updates',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent().session_prompt_tokens',
+               'session counters (and the other `session_*`)',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent().tool_progress_callback',
+               'progress',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent().event_callback',
+               '`session:compress`',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._fallback_chain',
+               'is a fallback configured',
+               required=True, verified='0.19.0',
+               when_missing='no same-turn fallback'),
+    HostSymbol('run_agent', 'AIAgent()._session_init_model_config',
+               'binding survives compression rotation',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._interrupt_requested',
+               'a stop before the turn starts',
+               required=True, verified='0.19.0',
+               when_missing='—'),
+    HostSymbol('hermes_cli.commands', 'resolve_command',
+               'registering /codex-runtime only where Hermes has none',
+               required=True, verified='0.19.0',
+               when_missing='the fallback command is not registered'),
+    HostSymbol('hermes_cli.config', 'save_config',
+               '/codex-runtime on hosts without a built-in one',
+               required=True, verified='0.19.0',
+               when_missing='the command explains how to edit config.yaml'),
+    HostSymbol('hermes_cli.fallback_config', 'get_fallback_chain',
+               'the demo builds its agent as the CLI does',
+               required=False, verified='0.19.0',
+               when_missing='the demo fails loudly'),
+    HostSymbol('hermes_state', 'SessionDB',
+               "the demo's session database",
+               required=False, verified='0.19.0',
+               when_missing='the demo fails loudly'),
+    HostSymbol('hermes_cli.plugins', 'get_plugin_commands',
+               'tests only: /codex-status is registered',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('tools.approval', 'register_gateway_notify',
+               'tests only: a gateway approval channel',
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('hermes_cli.config', 'OPTIONAL_ENV_VARS',
+               "tests only: every credential Hermes' `.env` knows (password-flagged)",
+               required=False, verified='0.19.0',
+               when_missing='tests fail loudly'),
+    HostSymbol('hermes_cli.plugins', 'PluginContext.register_command',
+               'registering /codex-status (and /codex-runtime where Hermes has none)',
+               required=True, verified='0.19.0',
+               when_missing='no slash commands; everything else works'),
+    HostSymbol('hermes_cli.plugins', 'PluginContext.register_cli_command',
+               '`hermes codex-plugin doctor|status`',
+               required=True, verified='0.19.0',
+               when_missing='use `hermes-codex-runtime doctor|status`'),
+    HostSymbol('run_agent', 'AIAgent()._pending_cli_user_message',
+               'the fallback turn reuses the saved user message',
+               required=True, verified='0.19.0',
+               when_missing='no same-turn fallback'),
+    HostSymbol('run_agent', 'AIAgent()._turns_since_memory',
+               'rewound for the fallback turn',
+               required=True, verified='0.19.0',
+               when_missing='—'),
 )
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_table() -> str:
+    """COMPAT_MANIFEST.md's Hermes table, from :data:`SYMBOLS`."""
+    lines = ["| symbol | used for | required | verified | when missing |",
+             "|---|---|---|---|---|"]
+    for s in SYMBOLS:
+        lines.append(f"| `{s.module}:{s.path}` | {_cell(s.feature)} | "
+                     f"{'yes' if s.required else 'no'} | {s.verified} | "
+                     f"{_cell(s.when_missing)} |")
+    return "\n".join(lines) + "\n"
+
+
+BEGIN = "<!-- BEGIN generated: hermes_codex_runtime/hermes/compat.py (make compat-manifest) -->\n"
+END = "<!-- END generated -->\n"
+
+
+def with_table(manifest: str) -> str:
+    """``manifest`` with its generated block replaced by :func:`render_table`."""
+    head, found, rest = manifest.partition(BEGIN)
+    if not found:
+        raise ValueError("the manifest has no generated block")
+    _, found, tail = rest.partition(END)
+    if not found:
+        raise ValueError("the manifest's generated block is not closed")
+    return head + BEGIN + render_table() + END + tail
 
 
 def lookup(symbol: HostSymbol, instance: object | None = None) -> bool:
@@ -322,3 +506,30 @@ def missing(instance: object | None = None, *, required_only: bool = True) -> li
         if not lookup(symbol, instance):
             out.append(symbol)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--write PATH``: regenerate the table in the manifest; ``--check PATH``: exit 1 if stale."""
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", metavar="PATH")
+    group.add_argument("--check", metavar="PATH")
+    args = parser.parse_args(argv)
+    path = Path(args.write or args.check)
+    current = path.read_text()
+    wanted = with_table(current)
+    if args.write:
+        if wanted != current:
+            path.write_text(wanted)
+        return 0
+    if wanted != current:
+        print(f"{path} is stale: run `make compat-manifest`")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
-from hermes_codex_runtime.hermes import approvals
+from hermes_codex_runtime.hermes import approvals, review
 from hermes_codex_runtime.hermes.probe import symbol
 from hermes_codex_runtime.hermes.settings import hermes_home, load_config, plugin_settings
 from hermes_codex_runtime.hookspecs import hookimpl
+from hermes_codex_runtime.protocol import HostToolCall, HostToolOutput
 from hermes_codex_runtime.session import CodexEvent, SessionSettings, TurnResult
 from hermes_codex_runtime.usage import UsageReport
 
@@ -95,6 +96,7 @@ class HermesHost:
         """Binary, home, cwd, timeouts and model from config.yaml and the agent."""
         config = load_config()
         settings = plugin_settings(config)
+        review_fork = review.is_review_fork(agent)
         return SessionSettings(
             codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
             codex_home=settings.codex_home,
@@ -102,7 +104,10 @@ class HermesHost:
             model=settings.codex_model,
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
-            sandbox=settings.sandbox or sandbox_for_security_mode(config),
+            sandbox="read-only" if review_fork
+            else settings.sandbox or sandbox_for_security_mode(config),
+            approval_policy="never" if review_fork else "on-request",
+            host_tools=review.host_tools(agent) if review_fork else (),
             effort=codex_effort(getattr(agent, "reasoning_config", None)),
             env_passthrough=settings.env_passthrough,
             command_env_passthrough=settings.command_env_passthrough,
@@ -122,8 +127,8 @@ class HermesHost:
     def codex_stored_thread(self, agent: Any) -> str | None:
         """The codex thread bound to this Hermes session by an earlier process."""
         session_id = getattr(agent, "session_id", None)
-        if not session_id:
-            return None
+        if not session_id or getattr(agent, "_persist_disabled", False):
+            return None  # e.g. the review fork, which shares its parent's session id
         db = getattr(agent, "_session_db", None)
         if db is not None and hasattr(db, "get_session"):
             try:
@@ -174,6 +179,13 @@ class HermesHost:
         state = turn_state(agent)
         scope = state.scope if state is not None else approvals.capture_scope(agent)
         return approvals.decide(request, scope, agent)
+
+    @hookimpl
+    def codex_tool_call(self, agent: Any, call: HostToolCall) -> HostToolOutput:
+        """A Hermes tool codex called (the review fork's memory and skill tools)."""
+        state = turn_state(agent)
+        return review.run_tool(agent, call, state.effective_task_id if state else None,
+                               state.messages if state else None)
 
     @hookimpl
     def codex_event(self, agent: Any, event: CodexEvent) -> None:
@@ -496,6 +508,7 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
     new = [dict(m) for m in projected if m.get("role") != "user"]
     if new:
         messages.extend(new)
+    agent._session_messages = messages  # as Hermes' own persistence leaves it (the review reads it)
     if getattr(agent, "_session_db", None) is not None and new:
         try:
             agent._flush_messages_to_session_db(messages)

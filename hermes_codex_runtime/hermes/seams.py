@@ -9,8 +9,8 @@ swaps module attributes:
 * activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`).
 
 Class-level wiring — ``AIAgent.interrupt`` and ``steer`` reaching the codex session, ``close`` and
-``release_clients`` closing it, the background review's fork kept off codex — waits until
-``run_agent`` has finished importing: it is done by the first codex turn
+``release_clients`` closing it, the background review's fork routed (see :mod:`.review`) —
+waits until ``run_agent`` has finished importing: it is done by the first codex turn
 (:func:`wire_agent_class`). A missing symbol logs one line and leaves the
 host's own behaviour in place; nothing here raises into the host.
 """
@@ -81,25 +81,24 @@ def _install_turn(ctx: Any) -> bool:
     return True
 
 
-def _downgrade_review_fork() -> None:
-    """The background review runs a short-lived forked agent: it must never spawn its own codex
-    app-server. Hermes downgrades its default route; a review routed through
-    ``auxiliary.background_review`` to a codex provider is downgraded here too."""
+def _route_review_fork() -> None:
+    """The background review runs a short-lived forked agent. With a Hermes-side credential it
+    goes Hermes' way (``codex_responses``, never a codex app-server of its own); with a codex-only
+    login it stays on codex, where it can actually run (see :mod:`.review`)."""
     original = symbol("agent.background_review", "_resolve_review_runtime",
-                      feature="keeping the background review off the codex runtime")
+                      feature="running the background review with a codex-only login")
     if not callable(original) or getattr(original, _MARK, False):
         return
-    import agent.background_review as review
+    import agent.background_review as review_module
+
+    from hermes_codex_runtime.hermes.review import review_runtime
 
     @functools.wraps(original)
-    def resolve(*args: Any, **kwargs: Any) -> Any:
-        runtime = original(*args, **kwargs)
-        if isinstance(runtime, dict) and runtime.get("api_mode") == "codex_app_server":
-            runtime = dict(runtime, api_mode="codex_responses")
-        return runtime
+    def resolve(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        return review_runtime(agent, original(agent, *args, **kwargs))
 
     setattr(resolve, _MARK, True)
-    review._resolve_review_runtime = resolve
+    review_module._resolve_review_runtime = resolve
 
 
 def wire_agent_class(cls: type) -> None:
@@ -133,7 +132,7 @@ def wire_agent_class(cls: type) -> None:
         setattr(wrapper, _MARK, True)
         setattr(cls, name, wrapper)
 
-    _downgrade_review_fork()
+    _route_review_fork()
     _wrap_steer(cls)
     wrap("interrupt", lambda agent: shared_runtime().interrupt(agent))
     wrap("close", lambda agent: shared_runtime().close(agent))

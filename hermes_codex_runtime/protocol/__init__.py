@@ -32,6 +32,7 @@ from hermes_codex_runtime.protocol.requests import (
     turn_steer_params,
 )
 from hermes_codex_runtime.protocol.scope import Scope, scope_of
+from hermes_codex_runtime.protocol.tools import HostTool, HostToolCall, HostToolOutput
 
 __all__ = [
     "APPROVAL_METHODS",
@@ -39,6 +40,9 @@ __all__ = [
     "Decision",
     "Failure",
     "FailureKind",
+    "HostTool",
+    "HostToolCall",
+    "HostToolOutput",
     "InputError",
     "Scope",
     "answer_for",

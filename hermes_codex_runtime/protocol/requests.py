@@ -66,10 +66,14 @@ def thread_settings(
 
 
 def thread_start_params(*, ephemeral: bool | None = None, service_name: str | None = None,
+                        dynamic_tools: Sequence[Mapping[str, Any]] | None = None,
                         **settings: Any) -> JsonObject:
-    """``thread/start`` params. ``settings`` are those of :func:`thread_settings`."""
+    """``thread/start`` params. ``settings`` are those of :func:`thread_settings`;
+    ``dynamic_tools`` (specs from :class:`~.tools.HostTool`) need the experimental API."""
     params = thread_settings(**settings)
-    params.update(_compact({"ephemeral": ephemeral, "serviceName": service_name}))
+    params.update(_compact({"ephemeral": ephemeral, "serviceName": service_name,
+                            "dynamicTools": [dict(t) for t in dynamic_tools]
+                            if dynamic_tools else None}))
     return params
 
 

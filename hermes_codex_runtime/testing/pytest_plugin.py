@@ -62,6 +62,17 @@ def protocol_schema(codex_binary: CodexBinary,
     return ProtocolSchema.generate(codex_binary.path, tmp_path_factory.mktemp("codex-schema"))
 
 
+@pytest.fixture(scope="session")
+def experimental_schema(codex_binary: CodexBinary,
+                        tmp_path_factory: pytest.TempPathFactory) -> ProtocolSchema:
+    """The schema including codex's experimental API (for connections that opted in)."""
+    from hermes_codex_runtime.testing.schema import ProtocolSchema
+
+    return ProtocolSchema.generate(codex_binary.path,
+                                   tmp_path_factory.mktemp("codex-schema-experimental"),
+                                   experimental=True)
+
+
 @pytest.fixture
 def mock_provider() -> Iterator[MockResponsesProvider]:
     """A running mock Responses API provider on 127.0.0.1."""

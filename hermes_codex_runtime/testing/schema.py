@@ -250,8 +250,11 @@ class ProtocolSchema:
         self._init_response = _Document(json.loads(init.read_text()))
 
     @classmethod
-    def generate(cls, codex_bin: str, out_dir: str | os.PathLike[str]) -> ProtocolSchema:
-        """Run ``codex app-server generate-json-schema --out out_dir`` and load the result."""
+    def generate(cls, codex_bin: str, out_dir: str | os.PathLike[str], *,
+                 experimental: bool = False) -> ProtocolSchema:
+        """Run ``codex app-server generate-json-schema --out out_dir`` and load the result.
+        ``experimental`` includes the experimental API (what a connection that opted in with
+        ``capabilities.experimentalApi`` may send, e.g. ``thread/start.dynamicTools``)."""
         import shutil
         import tempfile
 
@@ -260,7 +263,8 @@ class ProtocolSchema:
         scratch = tempfile.mkdtemp(prefix="codex-scratch-")
         try:
             subprocess.run(
-                [codex_bin, "app-server", "generate-json-schema", "--out", str(out)],
+                [codex_bin, "app-server", "generate-json-schema", "--out", str(out),
+                 *(["--experimental"] if experimental else [])],
                 check=True,
                 capture_output=True,
                 timeout=60,

@@ -51,6 +51,16 @@ class RecordingConnection(AppServerConnection):
                     self.server_requests[message.id] = message.method
         return items
 
+    @property
+    def experimental(self) -> bool:
+        """True when this connection opted in to codex's experimental API at ``initialize``."""
+        with self._record_lock:
+            for message in self.sent:
+                if message.get("method") == "initialize":
+                    capabilities = (message.get("params") or {}).get("capabilities") or {}
+                    return bool(capabilities.get("experimentalApi"))
+        return False
+
     def wire_problems(self, schema: ProtocolSchema) -> list[str]:
         """Everything sent that codex would reject or silently ignore."""
         problems: list[str] = []

@@ -122,6 +122,7 @@ class SpawnOptions:
     registry_path: str | None = None  # record the process for orphan reaping (see registry)
     provider_keys: Sequence[str] = ()  # the model provider's credential names (codex_config)
     env_passthrough: Sequence[str] = ()  # further names (or globs) the user lets through
+    experimental_api: bool = False  # ask for codex's experimental API (dynamic tools)
 
 
 class _Coalesced:
@@ -241,6 +242,7 @@ class AppServerConnection:
                 client_version=opts.client_version,
                 client_title=opts.client_title,
                 opt_out_notifications=opts.opt_out_notifications,
+                experimental_api=opts.experimental_api,
             )
         except BaseException:
             conn.close()
@@ -254,9 +256,16 @@ class AppServerConnection:
         client_version: str = "0",
         client_title: str = "Hermes Agent (codex runtime)",
         opt_out_notifications: Sequence[str] = (),
+        experimental_api: bool = False,
     ) -> ServerInfo:
-        """Send ``initialize`` then ``initialized``; check the server's version."""
+        """Send ``initialize`` then ``initialized``; check the server's version.
+
+        ``experimental_api`` opts in to codex's experimental surface — needed for
+        ``thread/start.dynamicTools`` (host tools codex calls back through ``item/tool/call``).
+        """
         capabilities: JsonObject = {}
+        if experimental_api:
+            capabilities["experimentalApi"] = True
         if opt_out_notifications:
             capabilities["optOutNotificationMethods"] = list(opt_out_notifications)
         params: JsonObject = {
