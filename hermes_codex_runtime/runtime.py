@@ -75,6 +75,16 @@ def _log_turn(turn: TurnResult, seconds: float) -> None:
              f" — {turn.failure.kind.value}" if turn.failure else "")
 
 
+#: Settings codex takes per turn (``turn/start``): changing them keeps the process and thread.
+TURN_LEVEL = ("model", "effort")
+
+
+def _same_process(old: SessionSettings, new: SessionSettings) -> bool:
+    """True when ``new`` differs from ``old`` at most in turn-level settings."""
+    return dataclasses.replace(old, model=None, effort=None) == \
+        dataclasses.replace(new, model=None, effort=None)
+
+
 class _Entry:
     __slots__ = ("instructions", "lock", "session", "settings")
 
@@ -160,7 +170,9 @@ class CodexRuntime:
             entry = self._entries.get(key)
         prompt_changed = entry is not None and entry.instructions != instructions
         if entry is not None and not (entry.session.retired or prompt_changed
-                                      or entry.settings != settings):
+                                      or not _same_process(entry.settings, settings)):
+            # model and effort are turn-level in codex: a change rides on the next turn/start
+            entry.settings = entry.session.settings = settings
             return entry.session
         stored: str | None = None
         if entry is not None:

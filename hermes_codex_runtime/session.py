@@ -606,7 +606,7 @@ class CodexSession:
                          items: list[dict[str, Any]]) -> None:
         try:
             reply = self._request(conn, "turn/start", turn_start_params(
-                thread_id, items, effort=self.settings.effort))
+                thread_id, items, model=self.settings.model, effort=self.settings.effort))
         except ServerError as exc:
             result.fail(classify(exc.data if isinstance(exc.data, dict | str) else None,
                                  exc.message), retire=False)
@@ -622,6 +622,8 @@ class CodexSession:
             result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
             return
         result.turn_id = turn_id
+        if self.settings.model:
+            self.model = result.model = self.settings.model  # a turn override sticks
         self._drive(result, conn, thread_id, turn_id, learn_turn=False)
 
     def compact(self) -> TurnResult:
@@ -912,6 +914,13 @@ class CodexSession:
             return "activity"
         if method == "thread/tokenUsage/updated":
             usage.add(params)
+            return None
+        if method == "model/rerouted":
+            to_model = params.get("toModel")
+            if isinstance(to_model, str) and to_model:
+                log.info("codex rerouted the turn from %s to %s (%s)", params.get("fromModel"),
+                         to_model, params.get("reason"))
+                self.model = result.model = to_model
             return None
         if method == "thread/compacted":
             result.compacted = True

@@ -339,11 +339,13 @@ def test_codex_status_command_reports_on_the_session(hermes):
 def test_the_model_codex_ran_is_recorded_not_hermes_configured_name(hermes, caplog):
     import sqlite3
 
+    hermes.configure(codex_model="mock-model")  # model.codex_model overrides Hermes' choice
     agent = hermes.agent(model="name-hermes-was-configured-with")
     hermes.provider.enqueue(mp.text("hi", usage=mp.Usage(input=50, output=5)))
     with caplog.at_level("INFO", logger="hermes_codex_runtime.runtime"):
         result = agent.run_conversation("which model?")
-    assert result["model"] == "mock-model"  # codex's config.toml chose it
+    assert hermes.provider.requests[-1]["model"] == "mock-model"
+    assert result["model"] == "mock-model"
     with sqlite3.connect(hermes.tmp / "state.db") as db:
         [(model,)] = db.execute("SELECT model FROM sessions WHERE id = ?", (agent.session_id,))
     assert model == "mock-model"
@@ -395,3 +397,23 @@ def test_status_lists_the_live_codex_processes(hermes):
     assert f"pid {pid}" in status.render(data)
     agent.close()
     assert pid not in [p["pid"] for p in status.collect()["codex_processes"]]
+
+
+def test_hermes_model_choice_and_model_switch_choose_codex_model(hermes):
+    """model.default and /model pick the model codex runs (turn/start carries it), unless
+    model.codex_model pins one; an aggregator-style name is not sent."""
+    agent = hermes.agent(model="gpt-from-hermes-config")
+    hermes.provider.enqueue(mp.text("one"), mp.text("two"), mp.text("three"))
+    first = agent.run_conversation("one")
+    assert hermes.provider.requests[-1]["model"] == "gpt-from-hermes-config"
+    assert first["model"] == "gpt-from-hermes-config"
+    # /model switches the agent the way Hermes' CLI does (same provider, codex runtime)
+    agent.switch_model("gpt-switched-by-slash-model", agent.provider, api_key=agent.api_key,
+                       base_url=agent.base_url, api_mode="codex_app_server")
+    second = agent.run_conversation("two", conversation_history=first["messages"])
+    assert hermes.provider.requests[-1]["model"] == "gpt-switched-by-slash-model"
+    assert second["model"] == "gpt-switched-by-slash-model"
+    assert second["final_response"] == "two"
+    agent.model = "anthropic/claude-something"  # not a codex model: never sent to codex
+    agent.run_conversation("three", conversation_history=second["messages"])
+    assert hermes.provider.requests[-1]["model"] != "anthropic/claude-something"

@@ -355,3 +355,25 @@ def test_host_tools_are_offered_to_codex_and_run_by_the_host(make_runtime, mock_
     # the transcript shows each call and its result, as for any tool
     tool_messages = [m for m in turn.messages if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "saved tea"
+
+
+def test_a_model_or_effort_change_rides_on_the_next_turn_without_a_new_process(make_runtime,
+                                                                               mock_provider):
+    import dataclasses
+
+    mock_provider.enqueue(mp.text("one"), mp.text("two"), mp.text("three"))
+    runtime, host = make_runtime()
+    agent = Agent()
+    first = runtime.run_turn(agent, "one")
+    host.settings = dataclasses.replace(host.settings, model="other-model", effort="high")
+    second = runtime.run_turn(agent, "two")
+    assert second.ok and second.thread_id == first.thread_id
+    assert len(make_runtime.connections) == 1  # same process, same thread
+    body = mock_provider.requests[-1]
+    assert body["model"] == "other-model" and body["reasoning"]["effort"] == "high"
+    assert second.model == "other-model" and second.usage.model == "other-model"
+    # anything else (here the turn deadline) is a new process, resuming the same thread
+    host.settings = dataclasses.replace(host.settings, turn_timeout=61.0)
+    third = runtime.run_turn(agent, "three")
+    assert third.ok and third.thread_id == first.thread_id
+    assert len(make_runtime.connections) == 2

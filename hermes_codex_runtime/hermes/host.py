@@ -101,7 +101,7 @@ class HermesHost:
             codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
             codex_home=settings.codex_home,
             cwd=_session_cwd(agent),
-            model=settings.codex_model,
+            model=settings.codex_model or hermes_model(agent),
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
             sandbox="read-only" if review_fork
@@ -253,6 +253,23 @@ def sandbox_for_security_mode(config: dict[str, Any]) -> str | None:
         terminal = tools.get("terminal") if isinstance(tools, dict) else None
         mode = terminal.get("security_mode") if isinstance(terminal, dict) else None
     return SECURITY_MODE_SANDBOX.get(str(mode).strip().lower()) if mode else None
+
+
+def hermes_model(agent: Any) -> str | None:
+    """The model Hermes chose for this agent (``model.default``, or a ``/model`` switch), as codex
+    names it: an ``openai/`` aggregator prefix is dropped; any other ``vendor/model`` name is not
+    a codex model, so codex's own choice (its ``config.toml``) stands."""
+    model = getattr(agent, "model", None)
+    if not isinstance(model, str) or not model.strip():
+        return None
+    model = model.strip()
+    if model.lower().startswith("openai/"):
+        model = model.split("/", 1)[1]
+    if "/" in model or not model:
+        log.info("codex-runtime: Hermes' model %r is not a codex model name; codex uses its own "
+                 "default (set model.codex_model to choose)", agent.model)
+        return None
+    return model
 
 
 def codex_effort(reasoning_config: Any) -> str | None:
