@@ -152,6 +152,7 @@ class Projector:
         self._completed_text_ids: set[str] = set()
         self._done: set[str] = set()
         self._pending_text: list[tuple[str, str]] = []  # (item id, text) of agent messages
+        self._announced: set[str] = set()  # interim messages already handed out
         self._finished = False
 
     # ---------------------------------------------------------------- feeding
@@ -231,6 +232,16 @@ class Projector:
                               "content": tool_result(item, streamed, closed_early=closed_early)})
         self.tool_iterations += 1
         return call
+
+    def take_interim(self) -> list[str]:
+        """Completed agent messages that a later item has shown to be interim (commentary before
+        a tool, say) and that were not handed out yet — each is returned once."""
+        out = []
+        for item_id, text in self._pending_text:
+            if item_id in self._completed_text_ids and item_id not in self._announced:
+                self._announced.add(item_id)
+                out.append(text)
+        return out
 
     def _flush_interim_text(self) -> None:
         for _item_id, text in self._pending_text:

@@ -231,8 +231,12 @@ class ApprovalRequest:
 
 @dataclass(frozen=True, slots=True)
 class CodexEvent:
-    """Progress for the host's display: streamed text and reasoning, tool starts/ends,
-    approvals asked and answered, warnings (retries, quiet periods)."""
+    """Progress for the host's display. ``kind`` is one of: ``text_delta``, ``reasoning_delta``,
+    ``interim_message`` (a completed message a later item showed was not the answer),
+    ``tool_started``, ``tool_output`` (a command's live output, ``text`` = the delta),
+    ``tool_completed``, ``plan`` (codex's plan changed; ``params`` has ``plan``/``explanation``),
+    ``diff`` (the turn's file changes so far; ``params["diff"]``), ``approval_requested``,
+    ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``."""
 
     kind: str
     text: str = ""
@@ -881,6 +885,15 @@ class CodexSession:
             return "activity"
         if method == "item/commandExecution/outputDelta":
             projector.feed(method, params)
+            delta = params.get("delta")
+            if isinstance(delta, str) and delta:
+                self._emit(CodexEvent("tool_output", delta, method=method, params=params))
+            return "activity"
+        if method == "turn/plan/updated":
+            self._emit(CodexEvent("plan", _plan_text(params), method=method, params=params))
+            return "activity"
+        if method == "turn/diff/updated":
+            self._emit(CodexEvent("diff", "", method=method, params=params))
             return "activity"
         if method == "item/started":
             item = params.get("item")
@@ -890,6 +903,8 @@ class CodexSession:
                 self._file_changes[item["id"]] = changes
             call = projector.feed(method, params)
             if call is not None:
+                for text in projector.take_interim():
+                    self._emit(CodexEvent("interim_message", text, method=method))
                 self._emit(CodexEvent("tool_started", call.name, tool=call, method=method,
                                       params=params))
             if isinstance(item, Mapping) and item.get("type") == "contextCompaction":
@@ -907,6 +922,9 @@ class CodexSession:
                     result.fail(Failure(FailureKind.OTHER, "codex reported turn_aborted"),
                                 retire=False)
                     return "aborted"
+                if item.get("type") == "agentMessage" and item.get("phase") == "commentary":
+                    for text in projector.take_interim():  # commentary is never the answer
+                        self._emit(CodexEvent("interim_message", text, method=method))
             if call is not None:
                 self._emit(CodexEvent("tool_completed", call.name, tool=call, method=method,
                                       params=params))
@@ -1132,6 +1150,15 @@ class CodexSession:
 def _withdraw(pending: Sequence[_Pending]) -> None:
     for item in pending:
         item.request.cancelled.set()
+
+
+def _plan_text(params: Mapping[str, Any]) -> str:
+    """``2/5 done; now: <step>`` for a ``turn/plan/updated``."""
+    steps = [s for s in params.get("plan") or () if isinstance(s, Mapping)]
+    done = sum(1 for s in steps if s.get("status") == "completed")
+    current = next((str(s.get("step")) for s in steps if s.get("status") == "inProgress"), "")
+    text = f"{done}/{len(steps)} done"
+    return f"{text}; now: {current}" if current else text
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -3,6 +3,7 @@ when the display lags far behind codex."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from hermes_codex_runtime.testing import mock_provider as mp
@@ -56,3 +57,63 @@ def test_a_long_quiet_codex_turn_keeps_the_agents_activity_clock_ticking(hermes)
     assert result["final_response"] == "done"
     assert time.monotonic() - started >= 8.0 and len(idle) >= 10  # it watched a long turn
     assert max(idle) < 5.0, idle  # heartbeats every 2 s
+
+
+def test_codex_progress_reaches_hermes_display(hermes):
+    """Interim messages go through Hermes' interim-message path, file changes become a status
+    line (once per file), and a command's live output is the agent's current activity while it
+    runs."""
+    statuses: list[str] = []
+    interim: list[str] = []
+    activity: list[str] = []
+    patch = mp.add_file_patch("notes.txt", ["one", "two"])
+    hermes.provider.enqueue(
+        mp.said_before("Let me look around first.", mp.exec_command(
+            "echo tick-one; sleep 1.5; echo tick-two; sleep 1.5", escalated=True)),
+        mp.apply_patch(patch),
+        mp.text("All done."))
+    agent = hermes.agent(
+        status_callback=lambda kind, message: statuses.append(message),
+        interim_assistant_callback=lambda text, **_: interim.append(text))
+    hermes.configure(approvals={"mode": "off"})
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            activity.append(agent.get_activity_summary()["last_activity_desc"])
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        result = agent.run_conversation("do the work")
+    finally:
+        done.set()
+        sampler.join(5)
+    assert result["final_response"] == "All done."
+    assert interim == ["Let me look around first."]
+    diff = [s for s in statuses if "codex diff" in s]
+    assert diff == ["codex diff: 1 file changed (+2 −0)"]
+    assert any("output: tick-" in a for a in activity if a), sorted(set(activity))
+
+
+def test_plan_updates_become_one_status_line_per_change(hermes, fake_codex):
+    """codex's plan (``turn/plan/updated``; the mock model has no plan tool, so the fake sends
+    it) is shown as Hermes status lines, once per change."""
+    def plan(*statuses):
+        steps = [{"step": name, "status": status}
+                 for name, status in zip(("look", "write"), statuses, strict=True)]
+        return {"notify": {"method": "turn/plan/updated",
+                           "params": {"explanation": None, "plan": steps}}}
+
+    hermes.configure(codex_bin=fake_codex.path)
+    fake_codex.set_scenario({"turns": [[plan("inProgress", "pending"),
+                                        plan("inProgress", "pending"),
+                                        plan("completed", "inProgress"),
+                                        {"message": "planned"}]]})
+    statuses: list[str] = []
+    agent = hermes.agent(status_callback=lambda kind, message: statuses.append(message))
+    assert agent.run_conversation("plan it")["final_response"] == "planned"
+    assert [s for s in statuses if s.startswith("codex plan")] == [
+        "codex plan: 0/2 done; now: look", "codex plan: 1/2 done; now: write"]
+    fake_codex.assert_wire_clean()

@@ -55,6 +55,7 @@ class TurnState:
     epilogue_done: bool = False
     fallback_result: Any = None
     last_touch: float = 0.0
+    shown: dict[str, str] = field(default_factory=dict)  # the last plan/diff status shown
 
 
 def _swallowed(what: str) -> None:
@@ -301,9 +302,11 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         # is activity: the gateway's inactivity watchdog and busy-ack see a working turn.
         now = time.monotonic()
         touch = getattr(agent, "_touch_activity", None)
-        if callable(touch) and now - state.last_touch >= ACTIVITY_TOUCH_EVERY:
+        output = _last_line(event.text) if event.kind == "tool_output" else ""
+        # a command's live output always shows (its latest line); anything else at most 1/s
+        if callable(touch) and (output or now - state.last_touch >= ACTIVITY_TOUCH_EVERY):
             state.last_touch = now
-            touch(f"codex: {event.text or event.kind}"[:120])
+            touch(f"codex: {f'output: {output}' if output else event.text or event.kind}"[:120])
     if event.kind in STATUS_KINDS:
         emit_status = getattr(agent, "_emit_status", None)
         if callable(emit_status) and event.text:
@@ -318,6 +321,26 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         fire = getattr(agent, "_fire_reasoning_delta", None)
         if callable(fire) and event.text:
             fire(event.text)
+        return
+    if event.kind == "interim_message":
+        # Hermes' own path for mid-turn commentary (CLI, gateway, TUI); it knows whether the
+        # text was already streamed and never shows the same text twice.
+        emit = getattr(agent, "_emit_interim_assistant_message", None)
+        if callable(emit) and event.text:
+            emit({"role": "assistant", "content": event.text})
+        return
+    if event.kind == "tool_output":
+        return  # shown above, as the activity Hermes reports for a busy agent
+    if event.kind in ("plan", "diff"):
+        # One status line per real change: a new plan state, or another file touched (not
+        # every edit of the same files) — chat platforms show each line as a message.
+        text = event.text if event.kind == "plan" else _diff_summary(event.params)
+        key = text if event.kind == "plan" else text.split(" changed", 1)[0]
+        if state is not None and text and key != state.shown.get(event.kind):
+            state.shown[event.kind] = key
+            emit_status = getattr(agent, "_emit_status", None)
+            if callable(emit_status):
+                emit_status(f"codex {event.kind}: {text}")
         return
     tool = event.tool
     if tool is None:
@@ -352,6 +375,27 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         complete = getattr(agent, "tool_complete_callback", None)
         if callable(complete):
             complete(tool.call_id, tool.name, tool.arguments, result)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _diff_summary(params: Any) -> str:
+    """``3 files (+12 −4)`` for a ``turn/diff/updated`` unified diff."""
+    diff = params.get("diff") if isinstance(params, dict) else None
+    if not isinstance(diff, str) or not diff.strip():
+        return ""
+    files = added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            files += 1
+        elif line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return f"{files} file{'s' if files != 1 else ''} changed (+{added} −{removed})"
 
 
 def _preview(name: str, arguments: dict[str, Any]) -> str | None:

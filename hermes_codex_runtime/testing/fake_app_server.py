@@ -512,6 +512,9 @@ class FakeAppServer:
             if "window" in u:
                 usage["modelContextWindow"] = u["window"]
             self.notify("thread/tokenUsage/updated", self._scope(*scope, tokenUsage=usage))
+        if "notify" in step:  # any notification, scoped to this turn (schema-checked)
+            note = step["notify"]
+            self.notify(note["method"], self._scope(*scope, **note.get("params", {})))
         if "compaction" in step:
             item_id = f"cc_{uuid.uuid4().hex[:8]}"
             self._item_started(*scope, {"type": "contextCompaction", "id": item_id})

@@ -120,6 +120,17 @@ def tool_call(name: str, arguments: JsonObject, *, namespace: str | None = None,
     return Reply("items", items=(item,), usage=usage or Usage())
 
 
+def said_before(message: str, reply: Reply) -> Reply:
+    """``reply`` (a tool call) preceded, in the same response, by an assistant message — the
+    model's commentary before it acts."""
+    if reply.kind != "items":
+        raise ValueError("said_before needs a tool-call reply")
+    item: JsonObject = {"type": "message", "id": f"msg_said_{next(_call_ids)}",
+                        "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": message, "annotations": []}]}
+    return Reply("items", items=(item, *reply.items), usage=reply.usage)
+
+
 def apply_patch(patch: str, *, call_id: str | None = None, usage: Usage | None = None) -> Reply:
     """A freeform ``apply_patch`` call (``*** Begin Patch`` … ``*** End Patch``)."""
     item: JsonObject = {
