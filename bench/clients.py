@@ -58,6 +58,7 @@ class RawClient:
         self.events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.delays: list[float] = []
+        self.streamed = 0  # characters of streamed text delivered to this client's consumer
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -102,6 +103,7 @@ class RawClient:
                 raise RuntimeError("codex exited")
             if message["method"] == "item/agentMessage/delta":
                 deltas += 1
+                self.streamed += len(message["params"].get("delta") or "")
             elif message["method"] == "turn/completed" and \
                     message["params"]["turn"]["id"] == turn_id:
                 return deltas
@@ -118,6 +120,17 @@ class RawClient:
 # ---------------------------------------------------------------------------------------- sdk
 
 
+def _delta_of(note: Any) -> str:
+    """The text of an SDK ``item/agentMessage/delta`` notification (typed payload or dict)."""
+    for name in ("payload", "params"):
+        payload = getattr(note, name, None)
+        delta = payload.get("delta") if isinstance(payload, dict) else getattr(payload, "delta",
+                                                                               None)
+        if isinstance(delta, str):
+            return delta
+    return ""
+
+
 class SdkClient:
     """The official SDK's low-level client, with an approval handler."""
 
@@ -125,6 +138,7 @@ class SdkClient:
         from openai_codex.client import CodexClient, CodexConfig
 
         self.delays: list[float] = []
+        self.streamed = 0
         self.client = CodexClient(CodexConfig(codex_bin=codex_bin, env=env),
                                   approval_handler=self._approve)
         handle = self.client._handle_server_request
@@ -166,6 +180,7 @@ class SdkClient:
                 note = self.client.next_turn_notification(turn_id)
                 if note.method == "item/agentMessage/delta":
                     deltas += 1
+                    self.streamed += len(_delta_of(note))
                 elif note.method == "turn/completed":
                     return deltas
         finally:
@@ -232,13 +247,18 @@ class OursClient:
         from hermes_codex_runtime.wire import AppServerConnection
 
         self.delays: list[float] = []
+        self.streamed = 0
         time_our_approvals(self.delays)
         self.session = CodexSession(
             SessionSettings(codex_bin=codex_bin, codex_home=env["CODEX_HOME"], cwd=cwd,
                             env=env),
-            approve=lambda request: Decision.ACCEPT, on_event=lambda event: None,
+            approve=lambda request: Decision.ACCEPT, on_event=self._on_event,
             connection_factory=AppServerConnection.spawn)
         self.cwd = cwd
+
+    def _on_event(self, event: Any) -> None:
+        if event.kind == "text_delta":
+            self.streamed += len(event.text)
 
     def start(self, cwd: str) -> str:
         return self.session.ensure_started()
@@ -264,6 +284,7 @@ class HermesSessionClient:
         )
 
         self.delays: list[float] = []
+        self.streamed: int | None = None  # no streaming consumer in this API
         time_hermes_approvals(self.delays)
         self.session = CodexAppServerSession(
             cwd=cwd, codex_bin=codex_bin, codex_home=env["CODEX_HOME"],
@@ -297,12 +318,17 @@ class AgentClient:
 
         self.delays: list[float] = []
         (time_our_approvals if plugin else time_hermes_approvals)(self.delays)
+        self.streamed = 0
         self.agent = run_agent.AIAgent(
             model="mock-model", provider="openai", api_mode="codex_app_server",
             api_key="sk-bench", base_url="http://127.0.0.1:9/v1", quiet_mode=True,
-            skip_memory=True, skip_context_files=True)
+            skip_memory=True, skip_context_files=True, stream_delta_callback=self._delta)
         self.agent.session_cwd = cwd
         self.history: list[dict[str, Any]] = []
+
+    def _delta(self, text: Any) -> None:
+        if isinstance(text, str):
+            self.streamed += len(text)
 
     def start(self, cwd: str) -> str:
         return "lazy"
@@ -374,11 +400,17 @@ def main() -> None:
             out["approval_delay_ms"] = [1000 * d for d in client.delays]
     elif scenario == "flood":
         client.turn(thread_id, "warm up")  # throughput, not start-up
+        if client.streamed is not None:
+            client.streamed = 0
         t = time.perf_counter()
         client.turn(thread_id, "flood")
         elapsed = time.perf_counter() - t
         out["deltas_per_s"] = config["flood"] / elapsed
         out["peak_rss_mib"] = peak_rss_mib()
+        # what reached the client's stream consumer, against what codex sent
+        out["expected_chars"] = config["flood"] * len(config["flood_delta"])
+        if client.streamed is not None:
+            out["delivered_chars"] = client.streamed
     elif scenario == "close":
         client.turn(thread_id, "spawn a grandchild")
         t = time.perf_counter()

@@ -3,7 +3,9 @@ binary and the same mock provider; medians with min–max, and ratios to the raw
 
 ``make bench`` (or ``.venv/bin/python bench/run.py``). Writes ``bench/results/latest.json`` and
 ``latest.md`` and prints the table. ``BENCH_REPS`` (default 3) sets the repetitions; ``BENCH_ONLY``
-(comma-separated client names) restricts the clients. The official SDK and Hermes 0.19.0 cannot
+(comma-separated client names) restricts the clients, ``BENCH_SCENARIOS`` the scenarios. The
+flood scenario checks the streamed text each client's consumer received against what codex sent,
+and the run fails when this project's clients lost any. The official SDK and Hermes 0.19.0 cannot
 share a venv (``packaging`` pins), so the SDK client runs from ``bench/.venv-sdk``, built on
 first use.
 """
@@ -37,6 +39,7 @@ CLIENTS = ["raw", "ours", "ours-agent", "hermes", "hermes-agent", "sdk"]
 SCENARIOS = ["cold", "warm", "stream", "approval", "flood", "close"]
 SDK_VENV = ROOT / "bench" / ".venv-sdk"
 FLOOD = 50_000
+FLOOD_DELTA = "tok "
 IMPORTS = {
     "ours": "import hermes_codex_runtime.session",
     "ours (plugin module)": "import hermes_codex_runtime, hermes_codex_runtime.hermes",
@@ -85,7 +88,7 @@ def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -
                          mp.text("done"))
     elif scenario == "flood":
         fake.set_scenario({"turns": [[{"message": "warm"}],
-                                     [{"flood": FLOOD, "flood_delta": "tok "}]]})
+                                     [{"flood": FLOOD, "flood_delta": FLOOD_DELTA}]]})
     elif scenario == "close":
         fake.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
 
@@ -173,14 +176,16 @@ def main() -> int:
         cwd = root / "work"
         cwd.mkdir()
         config = {"codex_bin": binary.path, "codex_home": str(codex_home), "cwd": str(cwd),
-                  "fake_codex": fake.path, "flood": FLOOD, "warm_turns": 20,
+                  "fake_codex": fake.path, "flood": FLOOD, "flood_delta": FLOOD_DELTA,
+                  "warm_turns": 20,
                   "hermes_home_plugin": str(hermes_home(root, codex_home, True)),
                   "hermes_home_plain": str(hermes_home(root, codex_home, False))}
         config_path = root / "config.json"
         config_path.write_text(json.dumps(config))
         env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "CODEX_BIN")}
         env["CODEX_RUNTIME_LOAD_PLUGINS"] = ""
-        for scenario in SCENARIOS:
+        wanted = {s for s in os.environ.get("BENCH_SCENARIOS", "").split(",") if s}
+        for scenario in [s for s in SCENARIOS if not wanted or s in wanted]:
             for rep in range(reps):
                 for client in (clients if rep % 2 == 0 else list(reversed(clients))):
                     script(provider, fake, scenario)
@@ -198,8 +203,34 @@ def main() -> int:
     report["imports_ms"] = measure_imports(pythons)
     report["history_seed_10k_ms"] = measure_seed()
     report["wall_s"] = time.monotonic() - started
+    report["flood_delivery"] = delivery = flood_delivery(results, clients)
     write(report)
+    lost = [c for c in OURS if c in delivery and not delivery[c]["whole"]]
+    if lost:
+        print(f"FAIL: streamed text was lost in the flood by {', '.join(lost)}")
+        return 1
     return 0
+
+
+#: The clients whose streamed text must arrive whole (the bench fails otherwise).
+OURS = ("ours", "ours-agent")
+
+
+def flood_delivery(results: dict[str, dict[str, list[dict[str, Any]]]],
+                   clients: list[str]) -> dict[str, dict[str, Any]]:
+    """Per client, the streamed text its consumer got in the flood runs, against what was sent
+    (``whole`` only when every run delivered every character)."""
+    out: dict[str, dict[str, Any]] = {}
+    for client in clients:
+        runs = [o for o in results[client].get("flood", []) if "delivered_chars" in o]
+        if not runs:
+            continue
+        delivered = [int(o["delivered_chars"]) for o in runs]
+        expected = int(runs[0]["expected_chars"])
+        out[client] = {"expected": expected, "delivered": delivered,
+                       "whole": all(d == expected for d in delivered)
+                       and len(runs) == len(results[client].get("flood", []))}
+    return out
 
 
 def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list[str],
@@ -242,9 +273,38 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list
 
 
 def write(report: dict[str, Any]) -> None:
+    """``latest.json``/``latest.md``, plus the dated run file ``<YYYY-MM-DD>.json`` that the
+    README's table is generated from (``python bench/run.py --readme FILE``)."""
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "latest.json").write_text(json.dumps(report, indent=2))
+    data = json.dumps(report, indent=2)
+    (out / "latest.json").write_text(data)
+    (out / f"{report['date'][:10]}.json").write_text(data)
+    text = render(report)
+    (out / "latest.md").write_text(text)
+    print(text)
+
+
+README_BEGIN = "<!-- BEGIN generated from {name} (python bench/run.py --readme {name}) -->\n"
+README_END = "<!-- END generated benchmarks -->\n"
+
+
+def readme_with(readme: str, run_file: Path) -> str:
+    """``readme`` with its benchmark block regenerated from the committed ``run_file``."""
+    name = run_file.relative_to(ROOT).as_posix()
+    marker = "<!-- BEGIN generated from "
+    head, found, rest = readme.partition(marker)
+    if not found:
+        raise ValueError("README.md has no generated benchmark block")
+    _, found, tail = rest.partition(README_END)
+    if not found:
+        raise ValueError("README.md's benchmark block is not closed")
+    report = json.loads(run_file.read_text())
+    return head + README_BEGIN.format(name=name) + render(report) + README_END + tail
+
+
+def render(report: dict[str, Any]) -> str:
+    """The Markdown table and notes of one run."""
     clients = report["clients"]
     lines = [f"Benchmarks {report['date']} — codex {report['codex']}, {report['machine']}; "
              "median (min–max); ×raw in brackets.", "",
@@ -273,11 +333,14 @@ def write(report: dict[str, Any]) -> None:
     lines.append(f"- history seed of 10,000 messages: {_fmt(seed['median'])} ms "
                  f"({_fmt(seed['min'])}–{_fmt(seed['max'])})")
     lines.append(f"- wall time of the run: {report['wall_s']:.0f} s")
+    for client, check in report.get("flood_delivery", {}).items():
+        got = ", ".join(f"{d:,}" for d in check["delivered"])
+        verdict = "whole" if check["whole"] else "TEXT LOST"
+        lines.append(f"- flood delivered text, {client}: {got} of {check['expected']:,} chars "
+                     f"per run — {verdict}")
     for where, messages in report["errors"].items():
         lines.append(f"- errors in {where}: {len(messages)} (e.g. {messages[0][-200:]!r})")
-    text = "\n".join(lines) + "\n"
-    (out / "latest.md").write_text(text)
-    print(text)
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(value: float) -> str:
@@ -290,5 +353,18 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
+def cli(argv: list[str]) -> int:
+    """``run.py`` runs the benchmarks; ``run.py --readme FILE`` regenerates README.md's table
+    from a committed run file."""
+    if argv[:1] == ["--readme"] and len(argv) == 2:
+        readme = ROOT / "README.md"
+        readme.write_text(readme_with(readme.read_text(), (ROOT / argv[1]).resolve()))
+        return 0
+    if argv:
+        print("usage: bench/run.py [--readme bench/results/<date>.json]", file=sys.stderr)
+        return 2
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli(sys.argv[1:]))

@@ -26,6 +26,7 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
+from hermes_codex_runtime.wire.binary import SETTING_LABEL
 from hermes_codex_runtime.wire.codex_config import codex_home_path, required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -43,14 +44,20 @@ class Check:
     fix: str = ""
 
 
+#: Where Hermes keeps the codex binary setting (the wire layer's words are host-neutral).
+BINARY_FIX = ("In Hermes that is `model.codex_bin` in ~/.hermes/config.yaml; `pip install "
+              "'hermes-codex-runtime[codex]'` installs a codex the plugin finds by itself.")
+
+
 def check_binary(setting: str | None) -> tuple[Check, CodexBinary | None]:
     """Is there a codex, from where, and is it new enough?"""
     try:
         binary = resolve_codex_binary(setting)
         version = probe_version(binary)
     except WireError as exc:
-        fix = getattr(exc, "fix", "") or "Install codex or set model.codex_bin."
-        return Check("codex binary", FAIL, getattr(exc, "problem", str(exc)), fix), None
+        problem = getattr(exc, "problem", str(exc)).replace(SETTING_LABEL, "model.codex_bin")
+        fix = " ".join(p for p in (getattr(exc, "fix", ""), BINARY_FIX) if p)
+        return Check("codex binary", FAIL, problem, fix), None
     return Check("codex binary", OK, f"codex {'.'.join(map(str, version))} "
                  f"({binary.source}: {binary.path})"), binary
 

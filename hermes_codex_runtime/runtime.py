@@ -132,7 +132,8 @@ class CodexRuntime:
             if not isinstance(exc, TypeError | ValueError):
                 log.exception("the host's codex_session_settings hook raised")
             result = TurnResult()
-            result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=False)
+            result.fail(Failure(FailureKind.SETUP, redact(str(exc)), source="settings"),
+                        retire=False)
             return result
 
     # ------------------------------------------------------------------ sessions

@@ -32,6 +32,7 @@ import math
 import os
 import queue
 import random
+import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +55,7 @@ from hermes_codex_runtime.protocol import (
     classify,
     classify_error_notification,
     compact_start_params,
+    invalid_configuration,
     is_known,
     plain_text,
     safe_answer,
@@ -70,6 +72,7 @@ from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator, UsageReport
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinaryError,
+    CodexConfigError,
     CodexHomeError,
     Inbound,
     RequestTimeout,
@@ -80,6 +83,11 @@ from hermes_codex_runtime.wire import (
     command_env_policy,
     provider_credential_names,
     redact,
+)
+from hermes_codex_runtime.wire.codex_config import (
+    DEFAULT_PROVIDER,
+    chosen_provider,
+    codex_home_path,
 )
 
 log = logging.getLogger(__name__)
@@ -236,7 +244,8 @@ class CodexEvent:
     ``tool_started``, ``tool_output`` (a command's live output, ``text`` = the delta),
     ``tool_completed``, ``plan`` (codex's plan changed; ``params`` has ``plan``/``explanation``),
     ``diff`` (the turn's file changes so far; ``params["diff"]``), ``approval_requested``,
-    ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``."""
+    ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``, ``config_warning``
+    (codex ignored its ``config.toml`` and runs on its defaults; once per session)."""
 
     kind: str
     text: str = ""
@@ -367,6 +376,9 @@ class CodexSession:
         self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
         self._closed = False
         self.retired = False
+        #: "Invalid configuration" warnings codex gave at the last start (shown at turn start).
+        self.config_warnings: list[str] = []
+        self._warned_config = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -415,12 +427,44 @@ class CodexSession:
                 try:
                     conn = self._connect(options)
                     _READY_HOMES.add(home)
+                    try:
+                        self._check_config(conn)
+                    except BaseException:
+                        conn.close()
+                        raise
                     return conn
                 except TransportClosed as exc:
                     if attempt == 3 or "sqlite" not in str(exc).lower():
                         raise
                     time.sleep(0.1 * (attempt + 1) + random.random() * 0.1)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _check_config(self, conn: AppServerConnection) -> None:
+        """codex reports a ``config.toml`` it could not use ("Invalid configuration; using
+        defaults") right at start-up, before ``initialize`` is answered. On its defaults it would
+        talk to OpenAI — so when the user chose another provider (or the file cannot be read at
+        all) nothing is sent and the turn fails with the reason; otherwise the turn runs and the
+        warning is shown (``config_warning`` event) at its start."""
+        problems: list[str] = []
+        for message in conn.drain():  # before any thread exists: connection-level notes only
+            text = invalid_configuration(message.params) \
+                if message.method == "configWarning" else None
+            if text:
+                problems.append(redact(text))
+        self.config_warnings = problems
+        if not problems:
+            return
+        home = codex_home_path(self.settings.codex_home)
+        provider = chosen_provider(self.settings.codex_home, self.settings.model_provider)
+        if provider is None or provider != DEFAULT_PROVIDER:
+            chosen = f"the provider {provider!r}" if provider else "the provider you configured"
+            raise CodexConfigError(
+                f"codex ignored {home}/config.toml ({'; '.join(problems)}). On its defaults it "
+                f"would send this conversation to OpenAI instead of {chosen}, so nothing was "
+                "sent.",
+                f"Fix {home}/config.toml; `codex` run in a terminal shows the same warning.")
+        log.warning("codex ignored %s/config.toml and uses its defaults: %s", home,
+                    "; ".join(problems))
 
     def _thread_overrides(self) -> dict[str, Any]:
         s = self.settings
@@ -555,7 +599,9 @@ class CodexSession:
         try:
             self.ensure_started(seed)
         except CodexBinaryError as exc:
-            result.fail(Failure(FailureKind.SETUP, str(exc)), retire=True)
+            source = "codex_config" if isinstance(exc, CodexConfigError) else \
+                "codex_home" if isinstance(exc, CodexHomeError) else "codex_binary"
+            result.fail(Failure(FailureKind.SETUP, str(exc), source=source), retire=True)
             return False
         except TransportClosed as exc:
             result.fail(self._transport_failure(f"codex app-server failed to start: {exc}"))
@@ -589,6 +635,9 @@ class CodexSession:
         try:
             if not self._start_or_fail(result, history_seed):
                 return result
+            if self.config_warnings and not self._warned_config:
+                self._warned_config = True  # once per session
+                self._emit(CodexEvent("config_warning", "; ".join(self.config_warnings)))
             if self._interrupt.is_set():  # a hard stop during start-up is honoured here
                 result.interrupted = True
                 result.status = "interrupted"
@@ -1017,7 +1066,8 @@ class CodexSession:
             return
         with self._lock:
             decisions = self._decisions
-        if message.method == DYNAMIC_TOOL_CALL and decisions is not None:
+        if message.method == DYNAMIC_TOOL_CALL and decisions is not None \
+                and self.settings.host_tools:
             self._run_host_tool(conn, message)
             return
         if self._answer_directly(conn, message, in_turn=decisions is not None):
@@ -1032,7 +1082,7 @@ class CodexSession:
             thread_id=params.get("threadId") or thread_id,
             turn_id=params.get("turnId") or self._active_turn,
             item_id=item_id,
-            command=_str_or_none(params.get("command")),
+            command=_command_text(params.get("command")),
             cwd=_str_or_none(params.get("cwd")),
             reason=_str_or_none(params.get("reason")),
             changes=self._file_changes.get(item_id or "", ()),
@@ -1159,6 +1209,13 @@ def _plan_text(params: Mapping[str, Any]) -> str:
     current = next((str(s.get("step")) for s in steps if s.get("status") == "inProgress"), "")
     text = f"{done}/{len(steps)} done"
     return f"{text}; now: {current}" if current else text
+
+
+def _command_text(value: Any) -> str | None:
+    """The command of an approval: a string (v2), or an argv list (the legacy v1 method)."""
+    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+        return shlex.join(value)
+    return _str_or_none(value)
 
 
 def _str_or_none(value: Any) -> str | None:

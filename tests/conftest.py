@@ -107,7 +107,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture
-def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, request):
+def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experimental_schema):
     """Factory: ``make_runtime(**host_options) -> (runtime, host)`` on the real codex binary and
     the mock provider. Every connection records what it sent; teardown closes every session and
     asserts the wire stayed clean (schema-valid, nothing codex would ignore)."""
@@ -147,8 +147,7 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, request):
         runtime.close_all()
     problems = []
     for conn in connections:
-        schema = request.getfixturevalue("experimental_schema") if conn.experimental \
-            else protocol_schema
+        schema = experimental_schema if conn.experimental else protocol_schema
         problems.extend(conn.wire_problems(schema))
     assert problems == [], problems
 

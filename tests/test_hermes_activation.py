@@ -50,13 +50,19 @@ def test_fallback_entries_keep_their_own_api_mode(hermes_base, resolve):
     assert runtime["api_mode"] != "codex_app_server"
 
 
-def test_a_malformed_setting_keeps_the_runtime_off_with_a_message(hermes_base, resolve, caplog):
+def test_a_malformed_setting_keeps_the_runtime_off_with_a_message(hermes_base, resolve, caplog,
+                                                                   capfd):
     configure(hermes_base, provider="custom", base_url="http://127.0.0.1:9/v1",
               api_key="dummy-key", openai_runtime=5)
+    capfd.readouterr()
     with caplog.at_level("WARNING", logger="hermes_codex_runtime.hermes"):
         runtime = resolve()
+        resolve()  # every AIAgent construction resolves: the user is told once
     assert runtime["api_mode"] != "codex_app_server"
     assert "model.openai_runtime must be a string" in caplog.text
+    shown = capfd.readouterr().err  # where a CLI user (or a service's journal) sees it
+    assert shown.count("model.openai_runtime must be a string") == 1
+    assert "stays off" in shown
 
 
 def test_an_agent_built_like_the_cli_builds_it_runs_on_codex(hermes, monkeypatch):

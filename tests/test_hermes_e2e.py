@@ -17,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 from hermes_env import base_config, hermes_env, write_hermes_home
 
@@ -246,3 +247,55 @@ def test_stopping_an_api_run_that_waits_for_approval_leaves_nothing_pending(home
     assert ended_in < 10, ended_in  # bounded; typically ~0.2 s
     assert "second-run" in json.dumps(mock_provider.requests[-1]["input"][-1])
     print(f"\nrun stopped while waiting for approval: ended in {ended_in:.2f} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, fake_codex):
+    """The orphan reaper runs on the real start path: the first codex turn of the next Hermes
+    process reaps the codex tree a SIGKILLed Hermes left behind."""
+    from hermes_env import write_config
+
+    from hermes_codex_runtime.wire.registry import ProcessRegistry
+
+    write_config(home, base_config(codex_home=str(home.parent / "codex-home"),
+                                   codex_bin=fake_codex.path))
+    fake_codex.set_scenario({"ignore_eof": True,  # a wedged codex that outlives its host
+                             "turns": [[{"grandchild": True}, {"hang": True}]]})
+    registry = ProcessRegistry(home / "codex-runtime" / "processes.json")
+    first = subprocess.Popen([HERMES, "chat", "-Q", "-q", "start the long job"],
+                             env=hermes_env(home), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             cwd=str(home), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (registry.entries() and fake_codex.live_grandchildren()):
+            assert first.poll() is None, "hermes exited before its codex turn started"
+            assert time.monotonic() < deadline, "the codex turn never started"
+            time.sleep(0.1)
+        [codex_pid] = [int(pid) for pid in registry.entries()]
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        time.sleep(0.3)
+        assert _alive(codex_pid), "the scenario needs a codex that outlives Hermes"
+        fake_codex.set_scenario({"turns": [[{"message": "fresh start"}]]})
+        second = hermes(home, "chat", "-Q", "-q", "hello again")
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert "fresh start" in second.stdout
+        deadline = time.monotonic() + 10
+        while _alive(codex_pid):
+            assert time.monotonic() < deadline, "the orphaned codex was not reaped"
+            time.sleep(0.05)
+        assert fake_codex.live_grandchildren() == []
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(timeout=10)
+        with contextlib.suppress(Exception):
+            registry.reap_orphans()  # whatever a failed run left
+        fake_codex.kill_leftovers()

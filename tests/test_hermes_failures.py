@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import psutil
 import pytest
 
 from hermes_codex_runtime.testing import mock_provider as mp
@@ -125,3 +126,59 @@ def test_the_turn_seam_never_raises_even_when_set_up_fails(hermes, monkeypatch):
     assert result["failed"] is True and result["completed"] is False
     assert "cannot be built" in result["final_response"]
     assert "/codex-runtime auto" in result["final_response"]
+
+
+def test_codex_ignoring_its_config_never_sends_to_another_provider(hermes):
+    """codex that cannot use config.toml falls back to its defaults — OpenAI, not the provider
+    the user chose. Nothing is sent; the user is told which file to fix; no process is left."""
+    config = hermes.codex_home / "config.toml"
+    config.write_text(config.read_text().replace('wire_api = "responses"', 'wire_api = "chat"'))
+    result = hermes.agent().run_conversation("hello")
+    assert result["completed"] is False
+    answer = result["final_response"]
+    assert "config.toml" in answer and "nothing was sent" in answer and "mock" in answer
+    assert "wire_api" in answer  # codex's own words about what is wrong
+    assert "Install codex" not in answer and "codex_bin" not in answer
+    assert hermes.provider.requests == []
+    assert not [p for p in psutil.Process().children(recursive=True)
+                if "app-server" in " ".join(p.cmdline())]
+
+
+def test_a_codex_config_warning_is_shown_once_per_conversation(hermes, fake_codex, tmp_path):
+    """On codex's default provider the turn runs on its defaults, and the user is told once."""
+    from hermes_env import write_config
+
+    config = hermes.configure(codex_bin=fake_codex.path)
+    home = tmp_path / "codex-home-without-config"  # no config.toml: codex's default provider
+    home.mkdir()
+    config["model"]["codex_home"] = str(home)
+    write_config(hermes.home, config)
+    fake_codex.set_scenario({
+        "config_warnings": [{"summary": "Invalid configuration; using defaults.",
+                             "details": "config.toml:3:1: unknown field `modle`"},
+                            {"summary": "Codex could not find bubblewrap on PATH."}],
+        "turns": [[{"message": "one"}], [{"message": "two"}]]})
+    shown: list[str] = []
+    agent = hermes.agent(status_callback=lambda kind, message: shown.append(message))
+    first = agent.run_conversation("one")
+    agent.run_conversation("two", conversation_history=first["messages"])
+    warnings = [m for m in shown if "config.toml" in m]
+    assert len(warnings) == 1 and "unknown field `modle`" in warnings[0]
+    assert not [m for m in shown if "bubblewrap" in m]  # advice, not a broken config
+    fake_codex.assert_wire_clean()
+
+
+def test_a_config_yaml_broken_mid_session_keeps_codex_turns_on_the_last_good_config(hermes,
+                                                                                    capfd):
+    """A config.yaml edited into invalid YAML while a gateway runs: the plugin reads config
+    through Hermes' loader, so its turns keep the last good settings (codex, its home, its
+    approvals) and the user gets Hermes' own warning, instead of silently losing codex."""
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.text("before"), mp.text("after"))
+    first = agent.run_conversation("one")
+    (hermes.home / "config.yaml").write_text("model: [unclosed\n  openai_runtime: codex\n")
+    capfd.readouterr()
+    second = agent.run_conversation("two", conversation_history=first["messages"])
+    assert second["final_response"] == "after" and second["completed"] is True
+    assert second["codex_thread_id"] == first["codex_thread_id"]
+    assert "config.yaml" in capfd.readouterr().err

@@ -6,6 +6,7 @@ import pytest
 
 from hermes_codex_runtime.protocol import (
     Decision,
+    Failure,
     FailureKind,
     InputError,
     answer_for,
@@ -223,3 +224,12 @@ def test_text_over_codex_input_limit_is_refused_before_sending():
     assert to_user_input("x" * MAX_INPUT_CHARS)[0]["text"] == "x" * MAX_INPUT_CHARS
     with pytest.raises(InputError, match="at most 1,048,576"):
         to_user_input([{"type": "text", "text": "x" * MAX_INPUT_CHARS}, "y"])
+
+
+def test_no_failure_hint_gives_another_host_hermes_advice():
+    """Hermes' keys and commands come from the Hermes adapter, not from the protocol layer."""
+    for kind in FailureKind:
+        text = Failure(kind, "something broke").describe().lower()
+        for hermes_word in ("hermes", "config.yaml", "model.", "/codex-runtime", "/compress",
+                            "fallback_providers"):
+            assert hermes_word not in text, (kind, text)

@@ -11,7 +11,7 @@ import pytest
 from support import Agent, RecordingHost
 
 from hermes_codex_runtime.plugins import make_plugin_manager
-from hermes_codex_runtime.protocol import FailureKind
+from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.runtime import CodexRuntime
 from hermes_codex_runtime.session import SessionSettings
 
@@ -245,7 +245,11 @@ def test_a_missing_binary_is_a_setup_failure_with_the_fix(tmp_path):
     runtime = CodexRuntime(make_plugin_manager([host]))
     turn = runtime.run_turn(Agent(), "go")
     assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
-    assert "model.codex_bin" in turn.error
+    assert turn.failure.source == "codex_binary"
+    assert "codex binary setting" in turn.error and "$CODEX_BIN" in turn.error
+    # another host gets no Hermes advice: no Hermes config keys, files or commands
+    for hermes_word in ("model.codex_bin", "config.yaml", "/codex-runtime", "hermes"):
+        assert hermes_word not in turn.error.lower()
     assert host.finished and host.bound == []
 
 
@@ -388,7 +392,7 @@ def test_the_binary_removed_between_two_turns_is_a_setup_failure(fake_codex, tmp
         runtime.close_all()
     assert second.failure is not None and second.failure.kind is FailureKind.TRANSPORT
     assert third.failure is not None and third.failure.kind is FailureKind.SETUP
-    assert "does not exist" in third.error and "model.codex_bin" in third.error
+    assert "does not exist" in third.error and "codex binary setting" in third.error
 
 
 def test_requests_after_turn_completed_and_between_turns_are_answered(fake_runtime, fake_codex):
@@ -515,3 +519,33 @@ def test_a_named_codex_home_that_does_not_exist_is_never_created(fake_codex, tmp
     assert "does not exist" in turn.error and "codex login" in turn.error
     assert not missing.exists()
     assert fake_codex.log() == []  # codex was not even started
+
+
+@pytest.mark.parametrize(("decision", "exec_answer", "patch_answer"), [
+    (Decision.ACCEPT, "approved", "approved"),
+    (Decision.ACCEPT_FOR_SESSION, "approved_for_session", "approved_for_session"),
+    (Decision.DECLINE, {"denied": {"rejection": "Declined."}},
+     {"denied": {"rejection": "Declined."}}),
+])
+def test_legacy_v1_approvals_are_asked_and_answered_in_their_own_shape(
+        fake_runtime, fake_codex, decision, exec_answer, patch_answer):
+    runtime, host = fake_runtime({"turns": [[
+        {"request": {"method": "execCommandApproval", "params": {
+            "callId": "c1", "conversationId": "00000000-0000-0000-0000-000000000001",
+            "command": ["rm", "-rf", "build dir"], "cwd": "/tmp", "parsedCmd": [],
+            "reason": "cleanup"}}},
+        {"request": {"method": "applyPatchApproval", "params": {
+            "callId": "c2", "conversationId": "00000000-0000-0000-0000-000000000001",
+            "fileChanges": {}, "reason": None}}},
+        {"message": "ok"},
+    ]]}, decide=lambda request: decision)
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok
+    asked = {request.method: request for request in host.approvals}
+    assert asked["execCommandApproval"].command == "rm -rf 'build dir'"  # argv shown as a line
+    assert asked["execCommandApproval"].kind == "command"
+    [exec_reply] = fake_codex.replies("execCommandApproval")
+    [patch_reply] = fake_codex.replies("applyPatchApproval")
+    assert exec_reply["result"] == {"decision": exec_answer}
+    assert patch_reply["result"] == {"decision": patch_answer}
+    fake_codex.assert_wire_clean()  # each answer valid against the binary's own schema

@@ -377,3 +377,67 @@ def test_a_model_or_effort_change_rides_on_the_next_turn_without_a_new_process(m
     third = runtime.run_turn(agent, "three")
     assert third.ok and third.thread_id == first.thread_id
     assert len(make_runtime.connections) == 2
+
+
+def test_several_agents_through_one_runtime_at_once_keep_to_themselves(make_runtime,
+                                                                       mock_provider):
+    """Four agents run three turns each concurrently through ONE CodexRuntime (the hooks are
+    shared): every answer, approval, usage report and thread binding reaches the agent it
+    belongs to."""
+    from test_reliability import _echo_model
+
+    mock_provider.set_default(_echo_model)
+    by_agent: dict[str, dict[str, list]] = {}
+    lock = threading.Lock()
+
+    def record(kind, agent, value):
+        with lock:
+            by_agent.setdefault(agent.name, {}).setdefault(kind, []).append(value)
+
+    from hermes_codex_runtime.hookspecs import hookimpl
+
+    class PerAgent:
+        """Records what each hook was told, per agent (alongside the ordinary test host)."""
+
+        @hookimpl(tryfirst=True)
+        def codex_approval(self, agent, request):
+            record("approval", agent, request.command)
+
+        @hookimpl
+        def codex_record_usage(self, agent, usage):
+            record("usage", agent, usage.turn)
+
+        @hookimpl
+        def codex_thread_bound(self, agent, thread_id):
+            record("bound", agent, thread_id)
+
+    runtime, _host = make_runtime()
+    runtime.pm.register(PerAgent())
+    agents = [Agent(f"a{i}") for i in range(4)]
+    answers: dict[str, list[str]] = {a.name: [] for a in agents}
+
+    def chat(agent: Agent) -> None:
+        for turn_no in range(3):
+            marker = f"{agent.name}t{turn_no}"
+            text = f"run {marker}" if turn_no == 1 else f"hello {marker}"
+            turn = runtime.run_turn(agent, text)
+            answers[agent.name].append(turn.final_text if turn.ok else f"ERR {turn.error}")
+
+    workers = [threading.Thread(target=chat, args=(a,)) for a in agents]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=180)
+    assert not any(worker.is_alive() for worker in workers)
+    for agent in agents:
+        name = agent.name
+        assert answers[name] == [f"echo: hello {name}t0", f"ran: {name}t1",
+                                 f"echo: hello {name}t2"], answers[name]
+        mine = by_agent[name]
+        [command] = mine["approval"]  # asked once, about its own command
+        assert command.endswith(f"echo {name}t1'"), command
+        assert len(mine["usage"]) == 3
+        assert len(set(mine["bound"])) == 1  # one thread, its own
+    threads = {by_agent[a.name]["bound"][0] for a in agents}
+    assert len(threads) == 4
+    assert len(make_runtime.connections) == 4  # one codex process per agent, no more

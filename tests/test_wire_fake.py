@@ -157,7 +157,7 @@ def test_a_too_old_codex_is_refused_with_an_install_hint(fake_codex):
     binary = resolve_codex_binary(fake_codex.path)
     with pytest.raises(CodexBinaryError, match=r"older than the 0\.125\.0") as info:
         probe_version(binary)
-    assert "pip install 'hermes-codex-runtime[codex]'" in str(info.value)
+    assert "pip install openai-codex-cli-bin" in str(info.value)
     with pytest.raises(CodexBinaryError, match=r"0\.100\.0"):  # via userAgent at initialize
         spawn(fake_codex)
 

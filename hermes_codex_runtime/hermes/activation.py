@@ -16,8 +16,10 @@ explicit base URL) keep their own api_mode, so a fallback provider really is a d
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -65,6 +67,30 @@ def _synthesised(requested: str | None, model: Mapping[str, Any]) -> dict[str, A
     }
 
 
+_told: set[tuple[str, str]] = set()
+
+
+def _tell_once(message: str) -> None:
+    """An activation problem where the user sees it — stderr (the CLI, a service's journal) and
+    the WARNING log — once per state of config.yaml, as Hermes does for a config.yaml it cannot
+    parse. No agent exists yet when a runtime is resolved, so there is no chat to tell."""
+    from hermes_codex_runtime.hermes.settings import hermes_home
+
+    path = hermes_home() / "config.yaml"
+    try:
+        info = path.stat()
+        state = f"{info.st_mtime_ns}:{info.st_size}"
+    except OSError:
+        state = "missing"
+    key = (message, state)
+    if key in _told:
+        return
+    _told.add(key)
+    log.warning("%s", message)
+    with contextlib.suppress(Exception):
+        print(f"⚠ {message}", file=sys.stderr, flush=True)
+
+
 def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """``resolve_runtime_provider`` with the codex runtime applied when config.yaml asks."""
     if getattr(original, _MARK, False):
@@ -78,7 +104,7 @@ def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict
             model = model_section()
             wanted = runtime_requested(model) and _applies(requested, explicit_base_url, model)
         except SettingError as exc:
-            log.warning("codex-runtime: %s — the codex runtime stays off", exc)
+            _tell_once(f"codex-runtime: {exc} — the codex runtime stays off until it is fixed.")
             wanted = False
         except Exception:
             log.debug("codex-runtime: could not read config.yaml", exc_info=True)

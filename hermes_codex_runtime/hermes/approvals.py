@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_codex_runtime.hermes import protected
-from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.probe import report_missing, symbol
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
     approvals_section,
@@ -395,8 +395,10 @@ def _ask_cli(approval: Any, callback: Any, hook_args: dict[str, Any], what: str,
                              name="codex-dismiss-prompt", daemon=True).start()
 
         request.cancelled.add_callback(dismiss)
-    else:
-        symbol("cli", "HermesCLI._approval_state", feature="dismissing lapsed CLI prompts")
+    elif cli is not None:  # a CLI object without the prompt state Hermes' own CLI keeps
+        report_missing(f"{type(cli).__name__}()._approval_state",
+                       "dismissing lapsed CLI prompts")
+    # (a plain callback function has no prompt of ours to dismiss)
     if callable(fire):
         fire("pre_approval_request", surface="cli", **hook_args)
     choice: str | None

@@ -21,6 +21,9 @@ class HostSymbol(NamedTuple):
     required: bool
     verified: str = "0.19.0"  # the host version(s) the row was checked on
     when_missing: str = "—"  # what the plugin does without it
+    #: False for what a host sets only later (during a turn, on some paths) or not at all: the
+    #: plugin reads it with a default, so its absence on a fresh host is not drift.
+    checked: bool = True
 
 
 SYMBOLS: tuple[HostSymbol, ...] = (
@@ -445,6 +448,90 @@ SYMBOLS: tuple[HostSymbol, ...] = (
                'rewound for the fallback turn',
                required=True, verified='0.19.0',
                when_missing='—'),
+    # -- found by the 2026-12-01 audit of every attribute the adapter touches
+    HostSymbol('run_agent', 'AIAgent()._pending_steer',
+               'a refused steer is handed back (under `_pending_steer_lock`)',
+               required=False, when_missing='the steer is delivered with the next turn input'),
+    HostSymbol('run_agent', 'AIAgent()._active_request_abort',
+               "swapped for codex's interrupt during a turn, then restored",
+               required=False, checked=False,
+               when_missing='the class-level `interrupt` wrapper still reaches codex'),
+    HostSymbol('run_agent', 'AIAgent()._stream_callback',
+               'cleared at the end of every codex turn, as Hermes does',
+               required=False, when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._codex_session',
+               "the plugin's session handle, where Hermes' `/compress` and `/steer` look for it",
+               required=False, checked=False,
+               when_missing='`/compress` falls back to Hermes\' summary compression'),
+    HostSymbol('run_agent', 'AIAgent().api_mode',
+               'is this agent on codex (`/steer`, the review route, `/codex-status`)',
+               required=True, when_missing='the plugin does not act'),
+    HostSymbol('run_agent', 'AIAgent()._memory_write_origin',
+               'recognising the background review fork (`background_review`)',
+               required=False, when_missing='the review runs as an ordinary codex turn'),
+    HostSymbol('run_agent', 'AIAgent()._user_profile_enabled',
+               'the review offers the memory tool (with `_memory_enabled`)',
+               required=False, when_missing='skills only'),
+    HostSymbol('run_agent', 'AIAgent().platform',
+               'cron approvals, the binding file, `session:compress`, hook arguments',
+               required=True, when_missing='treated as the CLI'),
+    HostSymbol('run_agent', 'AIAgent().model',
+               "the model codex is asked for (unless `model.codex_model`), cost, hooks",
+               required=True, when_missing="codex's own model"),
+    HostSymbol('run_agent', 'AIAgent().provider', 'cost, billing, result, `/codex-status`',
+               required=True, when_missing='no cost estimate'),
+    HostSymbol('run_agent', 'AIAgent().base_url', 'cost and billing base URL, result',
+               required=True, when_missing='no cost estimate'),
+    HostSymbol('run_agent', 'AIAgent().api_key', 'passed to the cost estimate',
+               required=True, when_missing='no cost estimate'),
+    HostSymbol('run_agent', 'AIAgent().service_tier', 'the turn result', required=False,
+               when_missing='left out of the result'),
+    HostSymbol('run_agent', 'AIAgent()._session_db_created',
+               'whether `_ensure_db_session()` runs before token writes', required=False,
+               when_missing='the session row is ensured every time'),
+    HostSymbol('run_agent', 'AIAgent()._last_compaction_in_place',
+               'set to False after native compaction', required=False, checked=False,
+               when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent()._current_turn_id',
+               '`turn_id` for the `post_llm_call` / `on_session_end` hooks', required=False,
+               checked=False, when_missing='the hooks get no turn id'),
+    HostSymbol('run_agent', 'AIAgent._emit_warning',
+               "codex's config.toml warning, once per conversation", required=False,
+               when_missing='shown as a status line (`_emit_status`)'),
+    HostSymbol('run_agent', 'AIAgent._emit_interim_assistant_message',
+               "codex's commentary before a tool, through Hermes' interim path",
+               required=False, when_missing='the commentary shows only in the transcript'),
+    HostSymbol('run_agent', 'AIAgent().tool_start_callback', 'tool cards: start',
+               required=False, when_missing='no tool card'),
+    HostSymbol('run_agent', 'AIAgent().tool_complete_callback', 'tool cards: completion',
+               required=False, when_missing='no tool card'),
+    HostSymbol('run_agent', 'AIAgent().session_cwd',
+               "codex's working directory (then `TERMINAL_CWD`, then the process cwd)",
+               required=False, checked=False, when_missing='`TERMINAL_CWD` / the process cwd'),
+    HostSymbol('run_agent', 'AIAgent().session_estimated_cost_usd',
+               'cost of codex turns (with `session_cost_status`, `session_cost_source`)',
+               required=True, when_missing='no cost shown'),
+    HostSymbol('tools.approval', '_permanent_approved',
+               'what "always" saves (`save_permanent_allowlist`)', required=True,
+               when_missing='"always" is remembered for the session only'),
+    HostSymbol('cli', 'HermesCLI', "Hermes' CLI, whose `_approval_state` a withdrawal "
+               "answers (an instance attribute, probed on the live object)",
+               required=False, when_missing='a lapsed CLI prompt waits for its timeout'),
+    HostSymbol('hermes_cli.plugins', 'PluginContext.register_agent_runtime',
+               'the preferred turn registration where a host offers a runtime registry',
+               required=False, checked=False, verified='— (absent in 0.19.0)',
+               when_missing='the turn seam is swapped instead'),
+    HostSymbol('agent.context_compressor', 'ContextCompressor.update_from_response',
+               'the compressor sees codex usage', required=True,
+               when_missing='the compressor keeps its estimate'),
+    HostSymbol('agent.context_compressor', 'ContextCompressor.record_completed_compaction',
+               "native compaction in Hermes' bookkeeping", required=False,
+               when_missing='counters updated directly'),
+    HostSymbol('run_agent', 'AIAgent().context_compressor.last_prompt_tokens',
+               'context use after a codex turn (also `context_length`, '
+               '`last_completion_tokens`, `compression_count`, '
+               '`last_compression_rough_tokens`, `awaiting_real_usage_after_compression`)',
+               required=True, when_missing='`/codex-status` and the compressor miss codex usage'),
 )
 
 
@@ -458,7 +545,8 @@ def render_table() -> str:
              "|---|---|---|---|---|"]
     for s in SYMBOLS:
         lines.append(f"| `{s.module}:{s.path}` | {_cell(s.feature)} | "
-                     f"{'yes' if s.required else 'no'} | {s.verified} | "
+                     f"{'yes' if s.required else 'no'}{'' if s.checked else ' (set later)'} | "
+                     f"{s.verified} | "
                      f"{_cell(s.when_missing)} |")
     return "\n".join(lines) + "\n"
 
@@ -487,7 +575,14 @@ def lookup(symbol: HostSymbol, instance: object | None = None) -> bool:
     except Exception:
         return False
     if "()." in symbol.path:
-        return instance is not None and hasattr(instance, symbol.path.split("().", 1)[1])
+        if instance is None:
+            return False
+        obj = instance
+        for part in symbol.path.split("().", 1)[1].split("."):
+            if not hasattr(obj, part):
+                return False
+            obj = getattr(obj, part)
+        return True
     for part in symbol.path.split("."):
         if not hasattr(obj, part):
             return False
@@ -501,7 +596,7 @@ def missing(instance: object | None = None, *, required_only: bool = True) -> li
     for symbol in SYMBOLS:
         if required_only and not symbol.required:
             continue
-        if "()." in symbol.path and instance is None:
+        if not symbol.checked or ("()." in symbol.path and instance is None):
             continue
         if not lookup(symbol, instance):
             out.append(symbol)

@@ -322,6 +322,15 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         if callable(fire) and event.text:
             fire(event.text)
         return
+    if event.kind == "config_warning":
+        # Shown where the user is (CLI line, chat message), once per conversation.
+        if not getattr(agent, "_codex_config_warned", False):
+            agent._codex_config_warned = True
+            warn = getattr(agent, "_emit_warning", None) or getattr(agent, "_emit_status", None)
+            if callable(warn):
+                warn(f"⚠ codex ignored its config.toml and runs on its defaults: {event.text} "
+                     "— fix it (`hermes-codex-runtime doctor` checks it).")
+        return
     if event.kind == "interim_message":
         # Hermes' own path for mid-turn commentary (CLI, gateway, TUI); it knows whether the
         # text was already streamed and never shows the same text twice.

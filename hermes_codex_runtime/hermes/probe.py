@@ -38,3 +38,9 @@ def _report(key: str, what: str, feature: str) -> None:
         _reported.add(key)
     suffix = f"; {feature} is unavailable" if feature else ""
     log.warning("codex-runtime: this Hermes build is not compatible here: %s%s", what, suffix)
+
+
+def report_missing(name: str, feature: str) -> None:
+    """Report (once) a host attribute that :func:`symbol` cannot look up — an instance
+    attribute such as ``HermesCLI()._approval_state`` — as missing."""
+    _report(name, f"{name} is missing", feature)

@@ -24,6 +24,7 @@ from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import FailureKind
 from hermes_codex_runtime.runtime import CodexRuntime
 from hermes_codex_runtime.session import TurnResult
+from hermes_codex_runtime.wire.binary import SETTING_LABEL
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 AUTO_HINT = "Switch back to Hermes' own runtime with `/codex-runtime auto` if this persists."
@@ -140,6 +141,22 @@ def deliver_pending_steer(agent: Any) -> bool:
     return False
 
 
+#: Hermes' words for a failure's fix: its config keys and commands live here, not in the
+#: host-neutral layers below (``protocol.failures`` gives the codex-level hint).
+HERMES_HINTS: dict[FailureKind, str] = {
+    FailureKind.CONTEXT_WINDOW: "Compact it with /compress, or start over with /new.",
+    FailureKind.BAD_REQUEST: "Check `model.default` / `model.codex_model` in "
+    "~/.hermes/config.yaml and run `hermes-codex-runtime doctor`.",
+    FailureKind.TRANSPORT: "If it keeps happening, run `hermes-codex-runtime doctor`.",
+}
+SETUP_HINTS: dict[str, str] = {
+    "codex_binary": "Set `model.codex_bin` in ~/.hermes/config.yaml (or $CODEX_BIN) to the "
+    "codex executable, or install it with `pip install 'hermes-codex-runtime[codex]'`.",
+    "codex_home": "The codex home setting is `model.codex_home` in ~/.hermes/config.yaml.",
+    "codex_config": "`hermes-codex-runtime doctor` checks it.",
+}
+
+
 def _user_facing_error(turn: TurnResult) -> str:
     failure = turn.failure
     if failure is None:
@@ -151,7 +168,15 @@ def _user_facing_error(turn: TurnResult) -> str:
         return (f"codex usage limit reached: {failure.message.strip()} Configure "
                 "`fallback_providers` in ~/.hermes/config.yaml to continue on another provider, "
                 "or switch runtimes with `/codex-runtime auto`.")
-    return f"Codex app-server turn failed: {failure.describe()} {AUTO_HINT}"
+    if failure.kind is FailureKind.SETUP:
+        # The message names the problem and the fix for THAT setting (never "install codex"
+        # for a bad timeout); Hermes' key for it is added.
+        extra = SETUP_HINTS.get(failure.source or "", "")
+        described = failure.describe().replace(SETTING_LABEL, "model.codex_bin")
+        return " ".join(p for p in (f"codex could not start: {described}", extra) if p)
+    extra = HERMES_HINTS.get(failure.kind, "")
+    return " ".join(p for p in (f"Codex app-server turn failed: {failure.describe()}", extra,
+                                AUTO_HINT) if p)
 
 
 def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dict[str, Any]:

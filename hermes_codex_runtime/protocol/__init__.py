@@ -19,6 +19,7 @@ from hermes_codex_runtime.protocol.failures import (
     FailureKind,
     classify,
     classify_error_notification,
+    invalid_configuration,
 )
 from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
 from hermes_codex_runtime.protocol.requests import (
@@ -50,6 +51,7 @@ __all__ = [
     "classify",
     "classify_error_notification",
     "compact_start_params",
+    "invalid_configuration",
     "is_known",
     "plain_text",
     "safe_answer",

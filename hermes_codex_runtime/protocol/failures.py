@@ -35,32 +35,31 @@ class FailureKind(StrEnum):
     OTHER = "other"
 
 
+#: Host-neutral hints: no host's config keys or commands. A host phrases its own fix from the
+#: failure's kind and ``source`` (the Hermes adapter: ``hermes/turn.py``).
 _HINTS: dict[FailureKind, str] = {
-    FailureKind.AUTH: "Your codex login has expired or was revoked: run `codex login` (with the "
+    FailureKind.AUTH: "The codex login has expired or was revoked: run `codex login` (with the "
     "same CODEX_HOME) and try again.",
-    FailureKind.USAGE_LIMIT: "codex usage limit reached: wait for the reset, or configure "
-    "`fallback_providers` in ~/.hermes/config.yaml so turns continue elsewhere.",
+    FailureKind.USAGE_LIMIT: "codex usage limit reached: wait for the reset, or continue on "
+    "another provider.",
     FailureKind.RATE_LIMIT: "The model provider is rate limiting requests: wait a moment and "
     "retry.",
     FailureKind.CONTEXT_WINDOW: "The conversation no longer fits the model's context window: "
-    "compact it (/compress) or start a new session.",
+    "compact it or start a new conversation.",
     FailureKind.OVERLOADED: "The codex service is overloaded: retry in a moment.",
     FailureKind.SERVICE: "codex could not reach the model provider: check the network and the "
     "provider's status, then retry.",
     FailureKind.POLICY: "The request was refused by a safety policy.",
-    FailureKind.BAD_REQUEST: "codex rejected the request: check `model.default` and the codex "
-    "configuration (`hermes-codex-runtime doctor`).",
+    FailureKind.BAD_REQUEST: "codex rejected the request: check the model name and codex's "
+    "configuration.",
     FailureKind.BUDGET: "The session's configured budget is exhausted.",
     FailureKind.TRANSPORT: "The codex app-server process stopped; the next turn starts a fresh "
-    "one. "
-    "If it keeps happening, run `hermes-codex-runtime doctor`.",
+    "one.",
     FailureKind.TIMEOUT: "The codex turn ran past its time budget and was interrupted; raise "
     "the turn timeout if such turns are expected.",
-    FailureKind.SETUP: "Install codex with `pip install 'hermes-codex-runtime[codex]'` or set "
-    "`model.codex_bin` to its full path.",
+    FailureKind.SETUP: "",  # the message says what to fix
     FailureKind.INPUT: "The message could not be sent to codex; fix the input and try again.",
-    FailureKind.OTHER: "Run `hermes-codex-runtime doctor`, or switch back with "
-    "`/codex-runtime auto`.",
+    FailureKind.OTHER: "",
 }
 
 _RETRYABLE = frozenset({FailureKind.RATE_LIMIT, FailureKind.OVERLOADED, FailureKind.SERVICE})
@@ -75,6 +74,9 @@ class Failure:
     message: str
     info: str | None = None
     http_status: int | None = None
+    #: For SETUP failures, what could not be set up: ``codex_binary``, ``codex_home``,
+    #: ``codex_config`` or ``settings`` (the host's own settings).
+    source: str | None = None
 
     @property
     def hint(self) -> str:
@@ -104,6 +106,8 @@ class Failure:
 
     def describe(self) -> str:
         """One line for a person: the message, then the fix."""
+        if not self.hint:
+            return self.message
         return f"{self.message.rstrip('. ')}. {self.hint}" if self.message else self.hint
 
 
@@ -215,3 +219,15 @@ def _classify_text(text: str) -> FailureKind | None:
         if pattern.search(text):
             return kind
     return None
+
+
+def invalid_configuration(params: Any) -> str | None:
+    """The text of a ``configWarning`` that means codex IGNORED its ``config.toml`` ("Invalid
+    configuration; using defaults." + details), else ``None`` (other warnings are advice)."""
+    if not isinstance(params, dict):
+        return None
+    summary = str(params.get("summary") or params.get("message") or "")
+    if not summary.lower().startswith("invalid configuration"):
+        return None
+    details = params.get("details")
+    return f"{summary} {details}".strip() if details else summary

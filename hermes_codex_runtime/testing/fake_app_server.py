@@ -238,6 +238,9 @@ class FakeAppServer:
             self.stderr("Error: invalid configuration: unknown variant `bogus` (fake)")
             sys.stdout.flush()
             os._exit(1)
+        for warning in self.scenario.get("config_warnings", []):  # as codex: before the reply
+            self.notify("configWarning", {"summary": warning.get("summary", ""),
+                                          "details": warning.get("details")})
         name = params.get("clientInfo", {}).get("name", "client")
         self.reply(rid, "initialize", {
             "userAgent": f"{name}/{self.version} (Linux; x86_64) fake",

@@ -25,6 +25,7 @@ from hermes_codex_runtime.wire.env import (
 )
 from hermes_codex_runtime.wire.errors import (
     CodexBinaryError,
+    CodexConfigError,
     CodexHomeError,
     RequestTimeout,
     ServerError,
@@ -38,6 +39,7 @@ __all__ = [
     "AppServerConnection",
     "CodexBinary",
     "CodexBinaryError",
+    "CodexConfigError",
     "CodexHomeError",
     "Inbound",
     "RequestTimeout",

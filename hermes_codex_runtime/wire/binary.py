@@ -1,6 +1,7 @@
 """Finding the codex binary and checking its version.
 
-Lookup order: an explicit setting (``model.codex_bin``), then ``$CODEX_BIN``, then the binary
+Lookup order: an explicit setting (the host's, e.g. Hermes' ``model.codex_bin``), then
+``$CODEX_BIN``, then the binary
 bundled by the ``openai-codex-cli-bin`` package (``codex_cli_bin``), then ``PATH``. Every failure
 is a :class:`CodexBinaryError` whose ``fix`` says what to do.
 """
@@ -18,10 +19,12 @@ from hermes_codex_runtime.wire.errors import CodexBinaryError
 
 MIN_CODEX_VERSION: tuple[int, int, int] = (0, 125, 0)
 
+#: Host-neutral: a host adds where ITS setting lives (the Hermes adapter names ``model.codex_bin``).
 INSTALL_HINT = (
-    "Install it with `pip install 'hermes-codex-runtime[codex]'` (or `npm i -g @openai/codex`), "
-    "or set `model.codex_bin` in ~/.hermes/config.yaml (or $CODEX_BIN) to its full path."
+    "Install codex (`pip install openai-codex-cli-bin`, or npm `@openai/codex`), or point the "
+    "codex binary setting (or $CODEX_BIN) at its full path."
 )
+SETTING_LABEL = "the codex binary setting"
 
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
@@ -70,7 +73,7 @@ def _bundled() -> CodexBinary | None:
 
 
 def _check_runnable(path: str, source: str) -> str:
-    label = "model.codex_bin" if source == "setting" else source
+    label = SETTING_LABEL if source == "setting" else source
     if os.path.isdir(path):
         raise CodexBinaryError(
             f"The codex binary from {label} ({path!r}) is a directory, not a program.",
@@ -100,8 +103,9 @@ def resolve_codex_binary(
     env = os.environ if environ is None else environ
     if setting is not None and not isinstance(setting, str):
         raise CodexBinaryError(
-            f"model.codex_bin must be a path (a string), got {type(setting).__name__}.",
-            "Set `model.codex_bin: /full/path/to/codex` in ~/.hermes/config.yaml.",
+            f"The codex binary setting must be a path (a string), got "
+            f"{type(setting).__name__}.",
+            "Set it to the full path of the codex executable.",
         )
     bundled = _bundled()
     for source, value in (("setting", setting), ("CODEX_BIN", env.get("CODEX_BIN"))):

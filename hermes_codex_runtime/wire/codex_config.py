@@ -54,6 +54,22 @@ def read_config(codex_home: str | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def chosen_provider(codex_home: str | None, override: str | None = None) -> str | None:
+    """The provider the user's ``config.toml`` chooses; ``None`` when the file exists but cannot
+    be parsed (what the user meant is unknown)."""
+    if override:
+        return override
+    path = codex_home_path(codex_home) / "config.toml"
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return DEFAULT_PROVIDER
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return active_provider(data if isinstance(data, dict) else {})
+
+
 def active_provider(config: Mapping[str, Any], override: str | None = None) -> str:
     """The ``model_provider`` codex will use for a thread."""
     if override:

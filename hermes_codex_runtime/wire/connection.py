@@ -224,7 +224,7 @@ class AppServerConnection:
         except OSError as exc:
             raise CodexBinaryError(
                 f"Could not start {binary.path!r} ({exc}).",
-                "Check `model.codex_bin` / $CODEX_BIN, or reinstall codex.",
+                "Check the codex binary setting / $CODEX_BIN, or reinstall codex.",
             ) from exc
         conn = cls(process, binary=binary)
         if opts.registry_path:

@@ -50,3 +50,8 @@ class CodexBinaryError(WireError):
 
 class CodexHomeError(CodexBinaryError):
     """The codex home the user named does not exist (it is never created silently)."""
+
+
+class CodexConfigError(CodexBinaryError):
+    """codex ignored its ``config.toml`` and would run on its defaults — another provider than
+    the one the user chose, so nothing is sent."""
