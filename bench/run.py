@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hermes_codex_runtime.generated import replace_block  # noqa: E402
 from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
 from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
@@ -292,15 +293,9 @@ README_END = "<!-- END generated benchmarks -->\n"
 def readme_with(readme: str, run_file: Path) -> str:
     """``readme`` with its benchmark block regenerated from the committed ``run_file``."""
     name = run_file.relative_to(ROOT).as_posix()
-    marker = "<!-- BEGIN generated from "
-    head, found, rest = readme.partition(marker)
-    if not found:
-        raise ValueError("README.md has no generated benchmark block")
-    _, found, tail = rest.partition(README_END)
-    if not found:
-        raise ValueError("README.md's benchmark block is not closed")
     report = json.loads(run_file.read_text())
-    return head + README_BEGIN.format(name=name) + render(report) + README_END + tail
+    return replace_block(readme, README_BEGIN.format(name=name), README_END, render(report),
+                         opening="<!-- BEGIN generated from ", what="README.md")
 
 
 def render(report: dict[str, Any]) -> str:

@@ -6,9 +6,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import psutil
+
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest, SessionSettings
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie is not running)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 class Agent:

@@ -17,9 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import psutil
 import pytest
 from hermes_env import base_config, hermes_env, write_hermes_home
+from support import alive
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -249,12 +249,6 @@ def test_stopping_an_api_run_that_waits_for_approval_leaves_nothing_pending(home
     print(f"\nrun stopped while waiting for approval: ended in {ended_in:.2f} s")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
 
 def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, fake_codex):
     """The orphan reaper runs on the real start path: the first codex turn of the next Hermes
@@ -282,13 +276,13 @@ def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, f
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
         time.sleep(0.3)
-        assert _alive(codex_pid), "the scenario needs a codex that outlives Hermes"
+        assert alive(codex_pid), "the scenario needs a codex that outlives Hermes"
         fake_codex.set_scenario({"turns": [[{"message": "fresh start"}]]})
         second = hermes(home, "chat", "-Q", "-q", "hello again")
         assert second.returncode == 0, second.stderr[-2000:]
         assert "fresh start" in second.stdout
         deadline = time.monotonic() + 10
-        while _alive(codex_pid):
+        while alive(codex_pid):
             assert time.monotonic() < deadline, "the orphaned codex was not reaped"
             time.sleep(0.05)
         assert fake_codex.live_grandchildren() == []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import alive
 
 from hermes_codex_runtime.bindings import ThreadBindings
 from hermes_codex_runtime.protocol import Decision
@@ -34,12 +35,6 @@ HOST = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
 
 def test_a_host_killed_mid_turn_leaves_no_orphans_after_the_next_start(fake_codex, tmp_path):
     fake_codex.set_scenario({"ignore_eof": True,  # a wedged codex that outlives its host
@@ -58,13 +53,13 @@ def test_a_host_killed_mid_turn_leaves_no_orphans_after_the_next_start(fake_code
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
         time.sleep(0.3)
-        assert _alive(codex_pid), "the scenario needs a codex that survives its host"
+        assert alive(codex_pid), "the scenario needs a codex that survives its host"
         assert fake_codex.live_grandchildren()
         thread_id = ready.read_text()
 
         reaped = ProcessRegistry(registry_file).reap_orphans()  # the next start
         assert reaped == [codex_pid]
-        assert not _alive(codex_pid)
+        assert not alive(codex_pid)
         assert fake_codex.live_grandchildren() == []  # zero orphans
         assert ProcessRegistry(registry_file).entries() == {}
         # ... and the next session picks the conversation up again.
@@ -171,9 +166,9 @@ def test_eight_concurrent_sessions_of_ten_turns_without_cross_talk(codex_binary,
             worker.start()
         for worker in workers:
             worker.join(timeout=240)
-        assert not any(worker.is_alive() for worker in workers)
+        assert not any(worker.isalive() for worker in workers)
         rss = sum(psutil.Process(s.connection.pid).memory_info().rss for s in sessions
-                  if s.connection is not None and s.connection.is_alive())
+                  if s.connection is not None and s.connection.isalive())
     finally:
         for session in sessions:
             session.close()

@@ -557,13 +557,9 @@ END = "<!-- END generated -->\n"
 
 def with_table(manifest: str) -> str:
     """``manifest`` with its generated block replaced by :func:`render_table`."""
-    head, found, rest = manifest.partition(BEGIN)
-    if not found:
-        raise ValueError("the manifest has no generated block")
-    _, found, tail = rest.partition(END)
-    if not found:
-        raise ValueError("the manifest's generated block is not closed")
-    return head + BEGIN + render_table() + END + tail
+    from hermes_codex_runtime.generated import replace_block
+
+    return replace_block(manifest, BEGIN, END, render_table(), what="the manifest")
 
 
 def lookup(symbol: HostSymbol, instance: object | None = None) -> bool:
