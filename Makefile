@@ -11,7 +11,7 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup tools demo test lint bench soak clean compat-manifest
+.PHONY: setup tools demo test lint bench soak clean compat-manifest codex-npm
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
@@ -38,6 +38,15 @@ lint: setup
 
 test: lint
 	HCR_REQUIRE_REAL=1 $(PY) -m pytest -p no:cacheprovider
+
+# The newest codex (npm @openai/codex; its platform package ships the binary), in the project's
+# own folder — never globally. `make codex-npm` prints the binary's path (for CODEX_BIN).
+CODEX_NPM_VERSION ?= 0.171.0
+CODEX_NPM_DIR := .tools/codex-npm
+codex-npm:
+	@test -x "$$(find $(CODEX_NPM_DIR)/node_modules/@openai -path '*/bin/codex' -type f 2>/dev/null | head -1)" \
+	  || npm install --silent --no-audit --no-fund --prefix $(CODEX_NPM_DIR) @openai/codex@$(CODEX_NPM_VERSION)
+	@find $(CODEX_NPM_DIR)/node_modules/@openai -path '*/bin/codex' -type f | head -1
 
 # COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/compat.py.
 compat-manifest: setup

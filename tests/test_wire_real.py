@@ -347,3 +347,20 @@ def test_provider_failures_reach_the_client_classified(app_server, mock_provider
     assert terminal[-1].kind == kind, terminal[-1]
     error = final.get("error") or {}
     assert classify(error.get("codexErrorInfo"), error.get("message", "")).kind == kind
+
+
+def test_every_codex_error_info_of_the_installed_binary_is_classified(protocol_schema):
+    """A codexErrorInfo the binary can send but the classifier does not know would fall to
+    OTHER (a vague error, no fallback, no `codex login` hint): none may be unknown."""
+    import json
+
+    from hermes_codex_runtime.protocol.failures import known_error_infos
+
+    schema = json.loads((protocol_schema.directory / "v2" / "ErrorNotification.json").read_text())
+    info = schema["definitions"]["CodexErrorInfo"]
+    tags: set[str] = set()
+    for branch in info.get("anyOf") or info.get("oneOf") or ():
+        tags.update(branch.get("enum") or ())
+        tags.update(branch.get("required") or ())
+    assert len(tags) > 15
+    assert tags <= known_error_infos(), sorted(tags - known_error_infos())

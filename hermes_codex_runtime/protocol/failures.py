@@ -123,6 +123,8 @@ _INFO_KINDS: dict[str, FailureKind] = {
     "cyberPolicy": FailureKind.POLICY,
     "misalignmentPolicyViolation": FailureKind.POLICY,
     "tooManyDenials": FailureKind.POLICY,
+    "bioPolicy": FailureKind.POLICY,  # codex 0.171
+    "inferenceHookDenied": FailureKind.POLICY,  # codex 0.171: a workspace inference hook said no
     "badRequest": FailureKind.BAD_REQUEST,
     "modelNotFound": FailureKind.BAD_REQUEST,
     "sandboxError": FailureKind.OTHER,
@@ -173,6 +175,11 @@ def _info_tag(info: Any) -> tuple[str | None, int | None]:
         status = body.get("httpStatusCode") if isinstance(body, dict) else None
         return str(tag), status if isinstance(status, int) else None
     return None, None
+
+
+def known_error_infos() -> frozenset[str]:
+    """Every ``codexErrorInfo`` tag this module classifies by name (the rest fall to OTHER)."""
+    return frozenset(_INFO_KINDS) | frozenset(_HTTP_INFO)
 
 
 def classify(
