@@ -166,9 +166,9 @@ def test_eight_concurrent_sessions_of_ten_turns_without_cross_talk(codex_binary,
             worker.start()
         for worker in workers:
             worker.join(timeout=240)
-        assert not any(worker.isalive() for worker in workers)
+        assert not any(worker.is_alive() for worker in workers)
         rss = sum(psutil.Process(s.connection.pid).memory_info().rss for s in sessions
-                  if s.connection is not None and s.connection.isalive())
+                  if s.connection is not None and s.connection.is_alive())
     finally:
         for session in sessions:
             session.close()
