@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hermes_codex_runtime.protocol import invalid_configuration
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinary,
@@ -110,11 +111,10 @@ def check_app_server(binary: CodexBinary, codex_home: str | None) -> list[Check]
             if message is None:
                 break
             deadline_items += 1
-            if message.method == "configWarning":
-                summary = str(message.params.get("summary") or "")
-                details = str(message.params.get("details") or "")
-                if summary.lower().startswith("invalid configuration"):
-                    invalid.append(f"{summary} {details}".strip())
+            text = invalid_configuration(message.params) \
+                if message.method == "configWarning" else None
+            if text:
+                invalid.append(text)
         if invalid:
             checks.append(Check("codex config", FAIL, redact("; ".join(invalid)),
                                 f"Fix {home}/config.toml — until then codex ignores ALL of it "

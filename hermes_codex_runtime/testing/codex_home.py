@@ -207,14 +207,11 @@ def config_warnings(conn: AppServerConnection, settle: float = 0.3) -> list[dict
 
 
 def invalid_config_warnings(warnings: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The summaries of warnings that mean "Invalid configuration; using defaults"."""
-    out = []
-    for warning in warnings:
-        summary = str(warning.get("summary") or warning.get("message") or "")
-        if summary.lower().startswith("invalid configuration"):
-            details = warning.get("details")
-            out.append(f"{summary} {details}" if details else summary)
-    return out
+    """The texts of warnings that mean "Invalid configuration; using defaults"."""
+    from hermes_codex_runtime.protocol import invalid_configuration
+
+    found = (invalid_configuration(dict(warning)) for warning in warnings)
+    return [text for text in found if text]
 
 
 def verify_codex_home(codex_bin: str, codex_home: str | os.PathLike[str],
