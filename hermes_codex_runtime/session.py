@@ -32,12 +32,13 @@ import math
 import os
 import queue
 import random
+import re
 import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from hermes_codex_runtime.projector import Projector, ToolCall
 from hermes_codex_runtime.protocol import (
@@ -314,6 +315,8 @@ class _Pending:
 
 
 _READY_HOMES: set[str] = set()
+# codex's JSON-RPC error for a thread it will not make because config.toml cannot be loaded
+_CONFIG_REFUSED = re.compile(r"\s*(failed to load config|invalid configuration)", re.IGNORECASE)
 _HOME_LOCKS: dict[str, threading.Lock] = {}
 _HOME_LOCKS_GUARD = threading.Lock()
 
@@ -466,6 +469,19 @@ class CodexSession:
         log.warning("codex ignored %s/config.toml and uses its defaults: %s", home,
                     "; ".join(problems))
 
+    def _config_refused(self, conn: AppServerConnection, exc: ServerError) -> NoReturn:
+        """codex refused a thread because it cannot load ``config.toml``. Its "Invalid
+        configuration" warning can arrive after ``initialize`` is answered, so it is looked for
+        again; either way the turn fails with the file named, and nothing was sent."""
+        self._check_config(conn)  # raises when the warning says the chosen provider is lost
+        home = codex_home_path(self.settings.codex_home)
+        provider = chosen_provider(self.settings.codex_home, self.settings.model_provider)
+        to = f" to the provider {provider!r}" if provider else ""
+        raise CodexConfigError(
+            f"codex could not load {home}/config.toml ({redact(exc.message)}), so nothing was "
+            f"sent{to}.",
+            f"Fix {home}/config.toml; `codex` run in a terminal shows the same error.")
+
     def _thread_overrides(self) -> dict[str, Any]:
         s = self.settings
         return {"cwd": self.cwd, "model": s.model, "model_provider": s.model_provider,
@@ -501,6 +517,9 @@ class CodexSession:
                 log.warning("codex answered thread/resume for %s with thread %r; starting fresh",
                             stored, answered)
             except ServerError as exc:
+                if _CONFIG_REFUSED.match(exc.message):
+                    self._stored_thread_id = stored  # the thread is fine; the config is not
+                    self._config_refused(conn, exc)
                 log.warning("codex could not resume thread %s (%s); starting a fresh thread",
                             stored, exc.message)
             except WireError:
@@ -510,8 +529,13 @@ class CodexSession:
         seed_text = seed() if seed is not None else None
         combined = "\n\n".join(p for p in (instructions, seed_text) if p) or None
         tools = [tool.spec() for tool in self.settings.host_tools] or None
-        result = self._request(conn, "thread/start", thread_start_params(
-            developer_instructions=combined, dynamic_tools=tools, **overrides))
+        try:
+            result = self._request(conn, "thread/start", thread_start_params(
+                developer_instructions=combined, dynamic_tools=tools, **overrides))
+        except ServerError as exc:
+            if _CONFIG_REFUSED.match(exc.message):
+                self._config_refused(conn, exc)
+            raise
         thread_id = (result.get("thread") or {}).get("id")
         if not isinstance(thread_id, str) or not thread_id:
             raise ServerError("thread/start", -32603, "codex returned no thread id")

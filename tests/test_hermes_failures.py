@@ -144,6 +144,28 @@ def test_codex_ignoring_its_config_never_sends_to_another_provider(hermes):
                 if "app-server" in " ".join(p.cmdline())]
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["warning-first", "warning-late"])
+def test_codex_refusing_a_thread_for_its_config_names_the_file(hermes, fake_codex, late):
+    """codex's "Invalid configuration" warning may come after ``initialize`` is answered, and
+    then ``thread/start`` fails with "failed to load configuration". Either order gives the same
+    answer: the file, codex's words, the provider nothing was sent to."""
+    hermes.configure(codex_bin=fake_codex.path)
+    refusal = f"failed to load configuration: {hermes.codex_home}/config.toml:11:12: " \
+              "`wire_api = \"chat\"` is no longer supported"
+    fake_codex.set_scenario({
+        "config_warnings": [{"summary": "Invalid configuration; using defaults.",
+                             "details": "config.toml:11:12: `wire_api = \"chat\"` is no longer "
+                                        "supported"}],
+        "config_warnings_late": late, "thread_start": {"error": refusal}})
+    result = hermes.agent().run_conversation("hello")
+    answer = result["final_response"]
+    assert result["completed"] is False
+    assert "config.toml" in answer and "nothing was sent" in answer and "'mock'" in answer
+    assert "wire_api" in answer and "Install codex" not in answer
+    assert fake_codex.requests("turn/start") == []
+    fake_codex.assert_wire_clean()
+
+
 def test_a_codex_config_warning_is_shown_once_per_conversation(hermes, fake_codex, tmp_path):
     """On codex's default provider the turn runs on its defaults, and the user is told once."""
     from hermes_env import write_config

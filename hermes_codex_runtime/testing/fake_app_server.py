@@ -238,9 +238,10 @@ class FakeAppServer:
             self.stderr("Error: invalid configuration: unknown variant `bogus` (fake)")
             sys.stdout.flush()
             os._exit(1)
-        for warning in self.scenario.get("config_warnings", []):  # as codex: before the reply
-            self.notify("configWarning", {"summary": warning.get("summary", ""),
-                                          "details": warning.get("details")})
+        # codex usually writes its config warnings before the reply, but not always
+        late = bool(self.scenario.get("config_warnings_late"))
+        if not late:
+            self._config_warnings()
         name = params.get("clientInfo", {}).get("name", "client")
         self.reply(rid, "initialize", {
             "userAgent": f"{name}/{self.version} (Linux; x86_64) fake",
@@ -248,6 +249,14 @@ class FakeAppServer:
             "platformFamily": "unix",
             "platformOs": "linux",
         })
+        if late:
+            time.sleep(0.2)
+            self._config_warnings()
+
+    def _config_warnings(self) -> None:
+        for warning in self.scenario.get("config_warnings", []):
+            self.notify("configWarning", {"summary": warning.get("summary", ""),
+                                          "details": warning.get("details")})
 
     def _thread_object(self, thread_id: str) -> JsonObject:
         now = int(time.time())
@@ -270,7 +279,11 @@ class FakeAppServer:
         }
 
     def _on_thread_start(self, rid: Any, params: JsonObject) -> None:
-        if self.scenario.get("thread_start") == "hang":
+        mode = self.scenario.get("thread_start")
+        if mode == "hang":
+            return
+        if isinstance(mode, dict):  # {"error": message}: codex refuses the thread
+            self.reply_error(rid, -32603, str(mode.get("error")))
             return
         thread_id = str(uuid.uuid4())
         if not params.get("ephemeral"):
