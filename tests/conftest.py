@@ -186,7 +186,9 @@ class HermesHarness:
         self.hooks_file = tmp_path / "hooks.jsonl"
         monkeypatch.setenv("HOOK_RECORD_FILE", str(self.hooks_file))
         monkeypatch.delenv("TERMINAL_CWD", raising=False)
-        monkeypatch.delenv("CODEX_BIN", raising=False)
+        # the codex under test (CODEX_BIN in a matrix cell, else the bundled binary) is the one
+        # Hermes' turns and every `hermes` subprocess use
+        monkeypatch.setenv("CODEX_BIN", str(codex_binary.path))
         self.codex_binary = codex_binary
         self.codex_home = prepare_codex_home(tmp_path / "codex-home", provider.base_url,
                                              codex_bin=codex_binary.path)

@@ -57,7 +57,8 @@ def test_no_one_to_ask_declines(hermes):
 
 
 @pytest.mark.parametrize(("choice", "ran"), [("once", True), ("session", True), ("deny", False)])
-def test_the_cli_callback_is_asked_and_its_choice_decides(hermes, choice, ran):
+def test_the_cli_callback_is_asked_and_its_choice_decides(hermes, choice, ran, monkeypatch):
+    monkeypatch.setenv("HERMES_INTERACTIVE", "1")  # as Hermes' CLI sets it
     from tools.terminal_tool import set_approval_callback
 
     hermes.configure(approvals={"mode": "smart"})  # smart asks like manual: no LLM is consulted
@@ -81,7 +82,8 @@ def test_the_cli_callback_is_asked_and_its_choice_decides(hermes, choice, ran):
     assert hooks[1]["choice"] == choice and hooks[0]["surface"] == "cli"
 
 
-def test_a_file_change_prompt_shows_the_changeset(hermes):
+def test_a_file_change_prompt_shows_the_changeset(hermes, monkeypatch):
+    monkeypatch.setenv("HERMES_INTERACTIVE", "1")  # as Hermes' CLI sets it
     from tools.terminal_tool import set_approval_callback
 
     hermes.configure(approvals={"mode": "manual"})

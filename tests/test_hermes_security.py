@@ -88,7 +88,9 @@ def test_protected_places_are_never_auto_approved(hermes, monkeypatch):
     assert (env_file.read_text() if env_file.exists() else None) == before
 
 
-def test_a_person_may_allow_a_protected_command_once_but_it_is_never_remembered(hermes):
+def test_a_person_may_allow_a_protected_command_once_but_it_is_never_remembered(hermes,
+                                                                               monkeypatch):
+    monkeypatch.setenv("HERMES_INTERACTIVE", "1")  # as Hermes' CLI sets it
     from tools.terminal_tool import set_approval_callback
 
     hermes.configure(approvals={"mode": "off"})
@@ -150,7 +152,8 @@ def test_an_interrupted_turn_withdraws_its_gateway_prompt_and_the_next_approve_c
     assert [h["choice"] for h in hooks] == ["deny", "once"]
 
 
-def test_an_interrupted_turn_dismisses_its_cli_prompt(hermes):
+def test_an_interrupted_turn_dismisses_its_cli_prompt(hermes, monkeypatch):
+    monkeypatch.setenv("HERMES_INTERACTIVE", "1")  # as Hermes' CLI sets it
     import cli as hermes_cli_app
     from tools.terminal_tool import set_approval_callback
 

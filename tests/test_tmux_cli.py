@@ -94,7 +94,13 @@ def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, m
         assert "echo tmux-approved-once" in screen and "Deny" in screen
         tmux.keys("Enter")  # 1. Allow once
         tmux.wait_for("First command done.")
-        tmux.keys("Run another one", "Enter")
+        for _ in range(3):  # keys typed while the CLI finishes the last turn may be dropped
+            tmux.keys("Run another one", "Enter")
+            try:
+                tmux.wait_for("Run another one", timeout=15)
+                break
+            except AssertionError:
+                continue
         screen = tmux.wait_for("Allow once", after=0)
         tmux.wait_for("tmux-should-not-run")
         tmux.keys("Down", "Down", "Down")  # 4. Deny

@@ -12,10 +12,17 @@ toggled mid-session counts for the next request — in this order:
    ``HERMES_YOLO_MODE`` (frozen at import), or this session's ``/yolo``: accept;
 3. cron: ``approvals.cron_mode`` (``approve`` accepts, anything else declines);
 4. a pattern the user already approved for the session or permanently: accept;
-5. a gateway context: asked through Hermes' own gateway approval channel — the pending approval,
-   the chat platform notified, the user's answer (or the host's timeout) resolving it;
+5. a gateway context (a chat platform, or an API-server client with an approval notifier): asked
+   through Hermes' own gateway approval channel — the pending approval, the chat platform
+   notified, the user's answer (or the host's timeout) resolving it;
 6. the CLI: asked through the interactive approval callback;
 7. nobody can answer: decline (fail closed).
+
+Steps 5–6 go through Hermes' public plugin entry point ``tools.approval.request_tool_approval``
+wherever the host has it (0.19.0 and the 0.22 line do): Hermes then applies its own presence
+checks, allow-lists (keyed ``plugin_rule:codex:…``), prompt, gateway channel and approval hooks. The
+private helpers below are the fallback for hosts without it, and for a protected place, which
+must never be offered "always".
 
 Choices map ``once → accept``, ``session/always → acceptForSession`` (Hermes records them too),
 ``deny/timeout → decline``. The ``pre_approval_request`` / ``post_approval_response`` plugin hooks
@@ -33,7 +40,9 @@ from __future__ import annotations
 
 import contextvars
 import fnmatch
+import itertools
 import logging
+import os
 import shlex
 import threading
 import time
@@ -42,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_codex_runtime.hermes import protected
-from hermes_codex_runtime.hermes.probe import report_missing, symbol
+from hermes_codex_runtime.hermes.probe import report_missing, symbol, symbol_in
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
     approvals_section,
@@ -89,6 +98,10 @@ def capture_scope(agent: Any) -> ApprovalScope:
             gateway = bool(approval._is_gateway_approval_context())
         except Exception:
             gateway = False
+        if not gateway and os.environ.get("HERMES_EXEC_ASK", "").strip().lower() in (
+                "1", "true", "yes", "on"):
+            key = session_key or str(getattr(agent, "session_id", "") or "")
+            gateway = _has_notifier(approval, key)  # someone on this session can answer
     get_callback = symbol("tools.terminal_tool", "_get_approval_callback",
                           feature="CLI approval prompts")
     if callable(get_callback):
@@ -97,8 +110,6 @@ def capture_scope(agent: Any) -> ApprovalScope:
         except Exception:
             cli_callback = None
     platform = str(getattr(agent, "platform", "") or "")
-    import os
-
     approvals_section()  # read config.yaml now, not while codex waits for an answer
     cron = platform == "cron" or bool(os.environ.get("HERMES_CRON_SESSION"))
     if not session_key:
@@ -110,6 +121,38 @@ def capture_scope(agent: Any) -> ApprovalScope:
     return ApprovalScope(contextvars.copy_context(), session_key, cli_callback,
                          gateway and not cron, cron, platform,
                          protected.protected_roots(hermes_home(), codex_home))
+
+
+#: Where Hermes keeps its approval helpers: one module in 0.19.0, split in the 0.22 line.
+APPROVAL_MODULES = ("tools.approval", "tools.approval_context", "tools.approval_detection",
+                    "tools.approval_floors", "tools.approval_gateway_wait")
+
+
+def _find(approval: Any, name: str, feature: str = "part of Hermes' approval flow") -> Any:
+    """``name`` from ``tools.approval``, else from the module it moved to (0.22), else None."""
+    value = getattr(approval, name, None)
+    if value is not None:
+        return value
+    return symbol_in(APPROVAL_MODULES[1:], name, feature=feature)
+
+
+def _has_notifier(approval: Any, key: str) -> bool:
+    """Whether a gateway client registered an approval notifier for this session (0.22's API
+    server does for ``/v1/runs`` and streaming chat; its gateway-context probe says False)."""
+    if not key:
+        return False
+    lookup = getattr(approval, "_gateway_notify_cb", None)
+    if callable(lookup):
+        try:
+            return lookup(key) is not None
+        except Exception:
+            return False
+    lock = getattr(approval, "_lock", None)
+    callbacks = getattr(approval, "_gateway_notify_cbs", None)
+    if lock is None or not isinstance(callbacks, dict):
+        return False
+    with lock:
+        return callbacks.get(key) is not None
 
 
 def _module() -> Any:
@@ -206,7 +249,7 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     auto = target is None  # a protected place is never approved without a person
     if auto and _bypass(approval):
         return Decision.ACCEPT
-    if scope.cron:
+    if scope.cron:  # nobody to ask: approvals.cron_mode decides (as Hermes' gate would)
         mode = _call(approval, "_get_cron_approval_mode", default="deny")
         return Decision.ACCEPT if auto and mode == "approve" else Decision.DECLINE
     key = scope.session_key
@@ -214,6 +257,11 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     shown_what = protected.prompt_text(what, host_redact)
     shown_description = protected.prompt_text(description, host_redact)
     pattern = protected.prompt_text(pattern, host_redact)
+    public = getattr(approval, "request_tool_approval", None)
+    if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)):
+        if request.cancelled.is_set():
+            return Decision.DECLINE
+        return _ask_host(approval, public, scope, shown_what, shown_description, pattern, request)
     if target:
         shown_description += f"\n(it touches {target}: approve only if you meant it)"
     if auto and request.kind == "command" and _call(
@@ -252,9 +300,8 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
 
 
 def _call(module: Any, name: str, *args: Any, default: Any = None) -> Any:
-    function = getattr(module, name, None)
+    function = _find(module, name)
     if not callable(function):
-        symbol(module.__name__, name, feature="part of Hermes' approval flow")
         return default
     try:
         return function(*args)
@@ -268,7 +315,7 @@ def _bypass(approval: Any) -> bool:
     ``--yolo`` (frozen at import), this session's ``/yolo``, or ``approvals.mode: off``."""
     frozen = getattr(approval, "_YOLO_MODE_FROZEN", None)
     session_yolo = getattr(approval, "is_current_session_yolo_enabled", None)
-    normalize = getattr(approval, "_normalize_approval_mode", None)
+    normalize = _find(approval, "_normalize_approval_mode")
     if frozen is None or not callable(session_yolo) or not callable(normalize):
         return bool(_call(approval, "is_approval_bypass_active", default=False))
     if frozen:
@@ -292,7 +339,7 @@ def _hardline(approval: Any, command: str) -> bool:
 def _denied_by_user_rule(approval: Any, command: str) -> bool:
     """``approvals.deny`` globs, matched like Hermes matches them (case-insensitive, over its
     deobfuscated command variants), from the cached config."""
-    variants = getattr(approval, "_command_detection_variants", None)
+    variants = _find(approval, "_command_detection_variants")
     if not callable(variants):
         return _call(approval, "_match_user_deny_rule", command, default=None) is not None
     patterns = approvals_section().get("deny") or []
@@ -356,7 +403,10 @@ def _withdraw_gateway_entry(approval: Any, key: str, data: dict[str, Any]) -> No
     with lock:
         entries = queues.get(key) or []
         for entry in list(entries):
-            if getattr(entry, "data", None) is data:
+            queued = getattr(entry, "data", None)
+            if queued is data or (isinstance(queued, Mapping) and "pattern_key" in data
+                                  and queued.get("pattern_key") == data["pattern_key"]
+                                  and getattr(entry, "result", None) is None):
                 entries.remove(entry)
                 withdrawn = entry
         if not entries:
@@ -367,13 +417,17 @@ def _withdraw_gateway_entry(approval: Any, key: str, data: dict[str, Any]) -> No
         log.info("codex-runtime: withdrew a gateway approval prompt whose codex turn ended")
 
 
-def _dismiss_cli_prompt(cli: Any, command: str) -> None:
+def _dismiss_cli_prompt(cli: Any, command: str | Callable[[str], bool]) -> None:
     """Answer the CLI's open prompt for ``command`` with a denial, the way Hermes itself clears
     a prompt on interrupt. The prompt may be a moment from opening: wait for it, briefly."""
     deadline = time.monotonic() + CLI_DISMISS_WINDOW
     while time.monotonic() < deadline:
         state = getattr(cli, "_approval_state", None)
-        if isinstance(state, dict) and state.get("command") == command:
+        if not isinstance(state, dict):
+            time.sleep(0.05)
+            continue
+        shown = state.get("command")
+        if isinstance(shown, str) and (command(shown) if callable(command) else shown == command):
             answers = state.get("response_queue")
             if answers is not None:
                 answers.put("deny")
@@ -385,7 +439,7 @@ def _dismiss_cli_prompt(cli: Any, command: str) -> None:
 def _ask_cli(approval: Any, callback: Any, hook_args: dict[str, Any], what: str,
              description: str, allow_permanent: bool,
              request: ApprovalRequest) -> str | None:
-    fire = getattr(approval, "_fire_approval_hook", None)
+    fire = _find(approval, "_fire_approval_hook", "approval hooks for codex requests")
     prompt = getattr(approval, "prompt_dangerous_approval", None)
     cli = getattr(callback, "__self__", None)
     dismiss: Callable[[], None] | None = None
@@ -417,3 +471,81 @@ def _ask_cli(approval: Any, callback: Any, hook_args: dict[str, Any], what: str,
     if callable(fire):
         fire("post_approval_response", surface="cli", choice=choice, **hook_args)
     return choice if isinstance(choice, str) else None
+
+
+# ------------------------------------------------------------------ Hermes' public entry point
+
+_host_hooks = threading.local()
+_request_numbers = itertools.count(1)
+
+
+def observe_approval_hook(**kwargs: Any) -> None:
+    """Registered for Hermes' ``pre_approval_request`` hook: notes, on the asking thread, that
+    the host fired the hook itself (0.22 does on every surface; 0.19.0 not on the CLI)."""
+    fired = getattr(_host_hooks, "fired", None)
+    if fired is not None:
+        fired.add(str(kwargs.get("pattern_key") or ""))
+
+
+def _ask_host(approval: Any, public: Callable[..., Any], scope: ApprovalScope, what: str,
+              description: str, pattern: str, request: ApprovalRequest) -> Decision:
+    """Ask through ``request_tool_approval``: Hermes decides who can answer (cron mode, CLI,
+    gateway or API-server notifier, fail-closed), keeps its allow-lists under
+    ``plugin_rule:<pattern>`` and fires its approval hooks. The prompt shows the command itself
+    as the tool (``<codex: rm -rf build>``) and the description as the reason."""
+    tool = what if what.startswith("codex") else f"codex: {what}"
+    rule_key = pattern
+    plugin_key = f"plugin_rule:{rule_key}"
+    fire = _find(approval, "_fire_approval_hook", "approval hooks for codex requests")
+    hook_args = {"command": tool, "description": description, "pattern_key": plugin_key,
+                 "pattern_keys": [plugin_key], "session_key": scope.session_key,
+                 "surface": "cli"}
+    asked: dict[str, Any] = {}
+    callback = None
+    if callable(scope.cli_callback) and not scope.gateway:
+        cli_callback = scope.cli_callback
+
+        def callback(command: str, shown_description: str, **kwargs: Any) -> Any:
+            # The host may not fire its approval hooks on this path (0.19.0): then we do.
+            if plugin_key not in (getattr(_host_hooks, "fired", None) or ()) and callable(fire):
+                fire("pre_approval_request", **hook_args)
+                asked["fired"] = True
+            asked["choice"] = choice = cli_callback(command, shown_description, **kwargs)
+            return choice
+
+    def withdraw() -> None:
+        _withdraw_gateway_entry(approval, scope.session_key, {"pattern_key": plugin_key})
+        cli = getattr(scope.cli_callback, "__self__", None)
+        if cli is not None and hasattr(cli, "_approval_state"):
+            threading.Thread(target=_dismiss_cli_prompt, args=(cli, lambda shown: tool in shown),
+                             name="codex-dismiss-prompt", daemon=True).start()
+
+    # Hermes keys its allow-lists and gateway queue by the context's session key; where the host
+    # bound none (an embedded AIAgent), the agent's session id is the key, as in the scope.
+    current = _find(approval, "get_current_session_key")
+    bind = _find(approval, "set_current_session_key")
+    try:
+        unbound = callable(current) and not current(default="")
+    except Exception:
+        unbound = False
+    if unbound and scope.session_key and callable(bind):
+        bind(scope.session_key)  # inside this request's copy of the turn's context only
+    number = next(_request_numbers)
+    _host_hooks.fired = set()
+    request.cancelled.add_callback(withdraw)
+    try:
+        result = public(tool, description, rule_key=rule_key, approval_callback=callback)
+    except Exception:
+        log.exception("codex-runtime: Hermes' approval gate failed; declining")
+        result = None
+    finally:
+        request.cancelled.remove_callback(withdraw)
+        _host_hooks.fired = None
+    if asked.get("fired") and callable(fire):
+        fire("post_approval_response", choice=asked.get("choice"), **hook_args)
+    approved = isinstance(result, Mapping) and result.get("approved") is True
+    log.info("codex-runtime: codex approval request #%d (%s) %s by Hermes' approval gate",
+             number, request.kind, "approved" if approved else "declined")
+    if request.cancelled.is_set():
+        return Decision.DECLINE  # the turn ended meanwhile
+    return Decision.ACCEPT if approved else Decision.DECLINE

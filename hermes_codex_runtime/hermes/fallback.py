@@ -15,9 +15,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.probe import present, symbol
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
+
+
+def host_falls_back() -> bool:
+    """Whether Hermes itself completes a codex turn on its fallback provider when the turn's
+    result carries a usage-limit ``error`` (the 0.22 line: ``agent.turn_recovery.
+    activate_codex_app_server_fallback``, run by ``run_conversation`` in the same call). Then the
+    plugin leaves the hand-over to Hermes, so a turn is never fallen back twice — and never
+    re-enters ``run_conversation``, whose per-session turn lease it would wait on."""
+    return present("agent.turn_recovery", "activate_codex_app_server_fallback")
 
 
 def has_fallback(agent: Any) -> bool:
@@ -45,8 +54,9 @@ def failover_reason() -> Any:
 
 
 def run_on_fallback(agent: Any, state: Any, failure: Any) -> dict[str, Any] | None:
-    """The fallback provider's result for this same turn, or ``None`` when there is none."""
-    if not has_fallback(agent):
+    """The fallback provider's result for this same turn, or ``None`` when there is none (or
+    when Hermes runs the fallback itself on the returned result)."""
+    if not has_fallback(agent) or host_falls_back():
         return None
     reason = failover_reason()
     try:

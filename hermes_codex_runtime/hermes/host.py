@@ -582,7 +582,8 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
             agent._flush_messages_to_session_db(messages)
         except Exception:
             _swallowed("saving the turn's messages to the session database")
-    if not state.usage_recorded and turn.turn_id is not None:
+    refused = turn.failure is not None and turn.failure.failover  # a usage limit: no answer
+    if not state.usage_recorded and turn.turn_id is not None and not refused:
         record_no_usage(agent)
     agent._iters_since_skill = getattr(agent, "_iters_since_skill", 0) + turn.tool_iterations
     review_skills = False

@@ -12,6 +12,7 @@ import functools
 import importlib
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,33 @@ def symbol(module: str, name: str, *, feature: str = "") -> Any:
     if value is None and not hasattr(mod, name):
         _report(f"{module}.{name}", f"{module}.{name} is missing", feature)
     return value
+
+
+def symbol_in(modules: Sequence[str], name: str, *, feature: str = "") -> Any:
+    """``name`` from the first of ``modules`` that has it — helpers move between modules across
+    host versions (0.22 split ``tools.approval`` into ``tools.approval_context`` and friends) —
+    or ``None``, reported once, when none has it."""
+    for module in modules:
+        try:
+            mod = importlib.import_module(module)
+        except Exception:
+            continue
+        value = getattr(mod, name, None)
+        if value is not None:
+            return value
+    _report(f"{'|'.join(modules)}.{name}", f"{name} is missing from {', '.join(modules)}",
+            feature)
+    return None
+
+
+def present(module: str, name: str) -> bool:
+    """Whether the host has ``module.name`` — for a capability that only some hosts have (no
+    report when it is absent: that is the other host line, not drift)."""
+    try:
+        mod = importlib.import_module(module)
+    except Exception:
+        return False
+    return getattr(mod, name, None) is not None
 
 
 def _report(key: str, what: str, feature: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -43,7 +44,28 @@ def install(ctx: Any) -> dict[str, bool]:
 
     for name, took in register_commands(ctx).items():
         INSTALLED[f"command:{name}"] = took
+    INSTALLED["hook:pre_approval_request"] = _observe_approvals(ctx)
     return dict(INSTALLED)
+
+
+def _observe_approvals(ctx: Any) -> bool:
+    """Listen to Hermes' ``pre_approval_request``: a codex approval asked through the host's
+    public gate fires the hooks itself on some hosts and surfaces, and must not fire twice."""
+    register_hook = getattr(ctx, "register_hook", None)
+    if not callable(register_hook):
+        return False
+    try:
+        register_hook("pre_approval_request", _approval_hook_fired)
+    except Exception:
+        log.warning("codex-runtime: could not observe approval hooks", exc_info=True)
+        return False
+    return True
+
+
+def _approval_hook_fired(**kwargs: Any) -> None:
+    approvals = sys.modules.get("hermes_codex_runtime.hermes.approvals")
+    if approvals is not None:  # nothing of ours asks before that module is loaded
+        approvals.observe_approval_hook(**kwargs)
 
 
 def run_codex_app_server_turn(agent: Any, **kwargs: Any) -> Any:

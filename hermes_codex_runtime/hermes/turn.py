@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from hermes_codex_runtime.hermes import approvals
+from hermes_codex_runtime.hermes.fallback import has_fallback
 from hermes_codex_runtime.hermes.host import TURN_STATE_ATTR, HermesHost, TurnState
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import FailureKind
@@ -190,7 +191,10 @@ def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dic
         "final_response": final,
         "last_reasoning": None,
         "messages": messages,
-        "api_calls": max(1, turn.usage.responses) if turn.usage else (1 if turn.turn_id else 0),
+        # a usage limit refused the request: nothing was answered or billed (the host may count
+        # this result's calls when it completes the turn on its fallback)
+        "api_calls": max(1, turn.usage.responses) if turn.usage else
+        (1 if turn.turn_id and not (turn.failure and turn.failure.failover) else 0),
         "completed": completed,
         "turn_exit_reason": "codex_" + (turn.status or ("failed" if turn.error else "completed")),
         "failed": turn.error is not None and not turn.interrupted,
@@ -303,7 +307,7 @@ def _run_turn(agent: Any, *, user_message: Any, original_user_message: Any,
             if runtime.session_for(agent) is not None and not turn.should_retire else None
         if isinstance(state.fallback_result, dict):
             return state.fallback_result
-        if turn.failure is not None and turn.failure.failover:
+        if turn.failure is not None and turn.failure.failover and not has_fallback(agent):
             log.warning("codex-runtime: codex hit a usage limit and no fallback provider is "
                         "configured")
         return _result(agent, turn, messages)
