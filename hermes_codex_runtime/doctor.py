@@ -27,7 +27,7 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
-from hermes_codex_runtime.wire.binary import SETTING_LABEL
+from hermes_codex_runtime.wire.binary import SETTING_LABEL, tested_note
 from hermes_codex_runtime.wire.codex_config import codex_home_path, required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -59,8 +59,8 @@ def check_binary(setting: str | None) -> tuple[Check, CodexBinary | None]:
         problem = getattr(exc, "problem", str(exc)).replace(SETTING_LABEL, "model.codex_bin")
         fix = " ".join(p for p in (getattr(exc, "fix", ""), BINARY_FIX) if p)
         return Check("codex binary", FAIL, problem, fix), None
-    return Check("codex binary", OK, f"codex {'.'.join(map(str, version))} "
-                 f"({binary.source}: {binary.path})"), binary
+    return Check("codex binary", OK, f"codex {'.'.join(map(str, version))}, "
+                 f"{tested_note(version)} ({binary.source}: {binary.path})"), binary
 
 
 def check_codex_home(setting: str | None) -> Check:

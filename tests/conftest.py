@@ -83,6 +83,38 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _outcomes[marker]["ran"] += 1
 
 
+def _matrix_cell() -> tuple[str, str]:
+    """The host and codex versions this run is on (``make test`` names the cell it expects)."""
+    from hermes_codex_runtime.hermes.probe import find_host
+    from hermes_codex_runtime.wire import CodexBinaryError, probe_version, resolve_codex_binary
+    from hermes_codex_runtime.wire.binary import format_version
+
+    host = find_host()
+    try:
+        codex = format_version(probe_version(resolve_codex_binary(os.environ.get("CODEX_BIN"))))
+    except CodexBinaryError as exc:
+        codex = f"none ({exc})"
+    return (f"{host.distribution} {host.version}" if host else "none"), codex
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    host, codex = _matrix_cell()
+    return f"compatibility cell: Hermes {host} x codex {codex}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A matrix cell that would run on another host or codex than it names fails at once."""
+    expect_host, expect_codex = (os.environ.get("HCR_EXPECT_HOST"),
+                                 os.environ.get("HCR_EXPECT_CODEX"))
+    if not (expect_host or expect_codex):
+        return
+    host, codex = _matrix_cell()
+    if expect_host and not host.endswith(f" {expect_host}"):
+        raise pytest.UsageError(f"this cell expects Hermes {expect_host}, found {host}")
+    if expect_codex and codex != expect_codex:
+        raise pytest.UsageError(f"this cell expects codex {expect_codex}, found {codex}")
+
+
 def _missing_real_tests() -> list[str]:
     if os.environ.get("HCR_REQUIRE_REAL", "") in ("", "0"):
         return []

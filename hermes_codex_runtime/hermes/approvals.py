@@ -399,14 +399,28 @@ def _withdraw_gateway_entry(approval: Any, key: str, data: dict[str, Any]) -> No
     if lock is None or not isinstance(queues, dict):
         symbol("tools.approval", "_gateway_queues", feature="withdrawing lapsed gateway prompts")
         return
+    def ours(entry: Any) -> bool:  # the host may queue a copy of the data (0.22 does)
+        queued = getattr(entry, "data", None)
+        return queued is data or (isinstance(queued, Mapping) and "pattern_key" in data
+                                  and queued.get("pattern_key") == data["pattern_key"]
+                                  and getattr(entry, "result", None) is None)
+
+    withdraw = getattr(approval, "withdraw_gateway_approval", None)
+    if callable(withdraw):  # the host's own withdrawal (0.22): its surfaces retract the prompt
+        with lock:
+            ids = [entry.data.get("request_id") for entry in queues.get(key) or []
+                   if ours(entry) and isinstance(getattr(entry, "data", None), Mapping)]
+        for request_id in ids:
+            if request_id and withdraw(key, str(request_id), "the codex turn ended"):
+                log.info("codex-runtime: withdrew a gateway approval prompt whose codex turn "
+                         "ended")
+        if ids:
+            return
     withdrawn = None
     with lock:
         entries = queues.get(key) or []
         for entry in list(entries):
-            queued = getattr(entry, "data", None)
-            if queued is data or (isinstance(queued, Mapping) and "pattern_key" in data
-                                  and queued.get("pattern_key") == data["pattern_key"]
-                                  and getattr(entry, "result", None) is None):
+            if ours(entry):
                 entries.remove(entry)
                 withdrawn = entry
         if not entries:

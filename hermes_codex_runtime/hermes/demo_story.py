@@ -59,6 +59,7 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         tool_progress_callback=progress, stream_delta_callback=story.stream)
     agent.session_cwd = str(project)
     set_approval_callback(approve)
+    os.environ["HERMES_INTERACTIVE"] = "1"  # a person at the prompt, as Hermes' CLI declares it
     history: list[dict[str, Any]] = []
 
     def turn(text: str) -> dict[str, Any]:
@@ -90,9 +91,11 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         provider.enqueue(mp.exec_command("echo the answer is $((6*7))", escalated=True,
                                          justification="you asked me to run it"),
                          mp.text("The command printed: the answer is 42.", deltas=6))
-        result = turn("Run a shell command for me.")
-        if "42" not in json.dumps(result["messages"][-2:]):
-            raise RuntimeError("the command's output did not come back")
+        turn("Run a shell command for me.")
+        outputs = [json.dumps(r["input"][-1]) for r in provider.requests
+                   if r["input"] and r["input"][-1].get("type") == "function_call_output"]
+        if not outputs or "the answer is 42" not in outputs[-1]:  # what the command printed
+            raise RuntimeError("the command did not run (its output never reached the model)")
         return "asked, approved once, output used"
 
     def file_change() -> str:

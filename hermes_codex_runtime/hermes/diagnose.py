@@ -9,7 +9,8 @@ from typing import Any
 
 from hermes_codex_runtime.doctor import FAIL, OK, WARN, Check
 from hermes_codex_runtime.hermes import compat
-from hermes_codex_runtime.hermes.probe import find_host
+from hermes_codex_runtime.hermes.fallback import host_falls_back
+from hermes_codex_runtime.hermes.probe import find_host, present
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
     hermes_home,
@@ -59,13 +60,37 @@ def hermes_checks() -> tuple[list[Check], str | None, str | None]:
     if missing:
         listing = "; ".join(f"{s.module}:{s.path} ({s.feature})" for s in missing)
         checks.append(Check("host seams", FAIL, f"this Hermes lacks: {listing}",
-                            "Use a Hermes version listed in COMPAT_MANIFEST.md (0.19.0 is "
-                            "verified); the plugin leaves those features to Hermes."))
+                            "Use a Hermes version listed in COMPAT_MANIFEST.md (0.19.0 and "
+                            "0.22.2.post1 are verified); the plugin leaves those features to "
+                            "Hermes."))
     else:
         checks.append(Check("host seams", OK,
                             f"all {sum(s.required for s in compat.SYMBOLS)} required "
                             "symbols present"))
+    checks.append(Check("host probes", OK, "; ".join(active_probes())))
     return checks, codex_bin, codex_home
+
+
+def active_probes() -> list[str]:
+    """How the plugin meets this host, as the feature probes found it (one phrase each)."""
+    found = []
+    registry = any(compat.lookup(s) for s in compat.SYMBOLS
+                   if s.path == "PluginContext.register_agent_runtime")
+    found.append("turn: the host's runtime registry" if registry else
+                 "turn: the `agent.codex_runtime` seam")
+    found.append("approvals: Hermes' public request_tool_approval"
+                 if present("tools.approval", "request_tool_approval") else
+                 "approvals: the plugin's own prompt (no request_tool_approval)")
+    moved = sorted({m for s in compat.SYMBOLS if s.also_in and not present(s.module, s.path)
+                    for m in s.also_in if present(m, s.path)})
+    if moved:
+        found.append("approval helpers from " + ", ".join(moved))
+    found.append("API-server approvals: the session's approval notifier"
+                 if present("tools.approval", "_gateway_notify_cb") else
+                 "API-server approvals: the gateway context")
+    found.append("usage-limit fallback: run by Hermes on the returned result"
+                 if host_falls_back() else "usage-limit fallback: run by the plugin")
+    return found
 
 
 def _enabled_check(config: dict[str, Any]) -> Check:

@@ -5,10 +5,12 @@ Knows nothing about threads, turns or hosts; see :mod:`hermes_codex_runtime.wire
 
 from hermes_codex_runtime.wire.binary import (
     MIN_CODEX_VERSION,
+    TESTED_CODEX_VERSIONS,
     CodexBinary,
     parse_version,
     probe_version,
     resolve_codex_binary,
+    tested_note,
 )
 from hermes_codex_runtime.wire.codex_config import provider_credential_names
 from hermes_codex_runtime.wire.connection import (
@@ -36,6 +38,7 @@ from hermes_codex_runtime.wire.redact import redact
 
 __all__ = [
     "MIN_CODEX_VERSION",
+    "TESTED_CODEX_VERSIONS",
     "AppServerConnection",
     "CodexBinary",
     "CodexBinaryError",
@@ -57,4 +60,5 @@ __all__ = [
     "redact",
     "resolve_codex_binary",
     "spawn_environment",
+    "tested_note",
 ]

@@ -18,6 +18,19 @@ from dataclasses import dataclass
 from hermes_codex_runtime.wire.errors import CodexBinaryError
 
 MIN_CODEX_VERSION: tuple[int, int, int] = (0, 125, 0)
+#: The codex versions the test suite runs on (PyPI ``openai-codex-cli-bin``; npm
+#: ``@openai/codex``). Versions in between and newer are allowed; doctor says which these are.
+TESTED_CODEX_VERSIONS: tuple[tuple[int, int, int], ...] = ((0, 163, 0), (0, 171, 0))
+
+
+def tested_note(version: tuple[int, int, int]) -> str:
+    """How ``version`` relates to the tested ones, e.g. ``tested`` or ``newer than tested``."""
+    tested = ", ".join(format_version(v) for v in TESTED_CODEX_VERSIONS)
+    if version in TESTED_CODEX_VERSIONS:
+        return f"a tested version (tested: {tested})"
+    if version > max(TESTED_CODEX_VERSIONS):
+        return f"newer than the tested versions ({tested})"
+    return f"not one of the tested versions ({tested})"
 
 #: Host-neutral: a host adds where ITS setting lives (the Hermes adapter names ``model.codex_bin``).
 INSTALL_HINT = (
@@ -125,18 +138,26 @@ def resolve_codex_binary(
 
 
 def probe_version(binary: CodexBinary, timeout: float = 15.0) -> tuple[int, int, int]:
-    """Run ``codex --version`` and return the parsed version. Raises :class:`CodexBinaryError`."""
+    """Run ``codex --version`` and return the parsed version. Raises :class:`CodexBinaryError`.
+
+    codex 0.171 sets up its home even for ``--version`` (it creates ``~/.codex`` with its state
+    databases): the probe runs on a throwaway home, so asking the version never creates or
+    touches the user's."""
+    import tempfile
+
     try:
-        proc = subprocess.run(
-            [binary.path, "--version"],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="codex-version-") as scratch:
+            proc = subprocess.run(
+                [binary.path, "--version"],
+                env={**os.environ, "CODEX_HOME": scratch},
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
     except FileNotFoundError as exc:
         raise CodexBinaryError(f"{binary.path!r} could not be started ({exc}).",
                                INSTALL_HINT) from exc
@@ -165,6 +186,7 @@ def require_supported(version: tuple[int, int, int], where: str = "codex") -> No
     if version < MIN_CODEX_VERSION:
         raise CodexBinaryError(
             f"{where} is codex {format_version(version)}, older than the "
-            f"{format_version(MIN_CODEX_VERSION)} this plugin needs.",
+            f"{format_version(MIN_CODEX_VERSION)} this plugin needs (tested: "
+            f"{', '.join(format_version(v) for v in TESTED_CODEX_VERSIONS)}).",
             INSTALL_HINT,
         )
