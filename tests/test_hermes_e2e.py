@@ -293,3 +293,17 @@ def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, f
         with contextlib.suppress(Exception):
             registry.reap_orphans()  # whatever a failed run left
         fake_codex.kill_leftovers()
+
+
+def test_hermes_own_cli_runs_the_doctor_green_and_names_this_host(home):
+    """`hermes codex-plugin doctor` — through Hermes' CLI, on whichever host line is installed
+    — is green on a correct set-up and names the host it found by what Python imports."""
+    from importlib import metadata
+
+    proc = hermes(home, "codex-plugin", "doctor", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert all(c["status"] != "fail" for c in checks.values()), checks
+    [distribution] = set(metadata.packages_distributions()["run_agent"])
+    assert f"{distribution} {metadata.version(distribution)}" in checks["Hermes"]["detail"]
+    assert "approvals: Hermes' public request_tool_approval" in checks["host probes"]["detail"]
