@@ -17,6 +17,25 @@ import pytest
 os.environ.setdefault("CODEX_RUNTIME_LOAD_PLUGINS", "")
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Each test ends with the environment it started with. Importing some Hermes modules sets
+    process-wide variables as a side effect (``gateway.run`` sets ``HERMES_EXEC_ASK`` and
+    ``_HERMES_GATEWAY``: "this process is a gateway"); left in place they would make every later
+    test — and every subprocess it starts — a gateway too."""
+    saved = dict(os.environ)
+    yield
+    for key in [k for k in os.environ if k not in saved and k not in SESSION_ENV]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value and key not in SESSION_ENV:
+            os.environ[key] = value
+
+
+#: Set for the whole session by a session fixture (``hermes_base``), first used inside a test.
+SESSION_ENV: set[str] = set()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _codex_never_leaves_the_machine(tmp_path_factory):
     """Any codex spawned without an explicit CODEX_HOME (a bug in a test or in the code) gets an
@@ -192,8 +211,10 @@ def hermes_base(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("hermes-home")
     write_hermes_home(home, base_config())
-    os.environ.update(HERMES_HOME=str(home), HERMES_DISABLE_LAZY_INSTALLS="1",
-                      TIRITH_ENABLED="0")
+    session_env = {"HERMES_HOME": str(home), "HERMES_DISABLE_LAZY_INSTALLS": "1",
+                   "TIRITH_ENABLED": "0"}
+    SESSION_ENV.update(session_env)
+    os.environ.update(session_env)
     os.environ.pop("HERMES_YOLO_MODE", None)
     import run_agent  # noqa: F401  (importing it runs Hermes' plugin discovery)
 

