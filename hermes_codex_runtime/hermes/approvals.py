@@ -503,10 +503,10 @@ def observe_approval_hook(**kwargs: Any) -> None:
 
 def _ask_host(approval: Any, public: Callable[..., Any], scope: ApprovalScope, what: str,
               description: str, pattern: str, request: ApprovalRequest) -> Decision:
-    """Ask through ``request_tool_approval``: Hermes decides who can answer (cron mode, CLI,
-    gateway or API-server notifier, fail-closed), keeps its allow-lists under
-    ``plugin_rule:<pattern>`` and fires its approval hooks. The prompt shows the command itself
-    as the tool (``<codex: rm -rf build>``) and the description as the reason."""
+    """Ask a person through ``request_tool_approval``: Hermes checks who can answer (the CLI, a
+    chat platform, an API-server client's notifier; else it fails closed), keeps its allow-lists
+    under ``plugin_rule:<pattern>`` and fires its approval hooks. The prompt shows the command
+    itself as the tool (``<codex: rm -rf build>``) and the description as the reason."""
     tool = what if what.startswith("codex") else f"codex: {what}"
     rule_key = pattern
     plugin_key = f"plugin_rule:{rule_key}"
