@@ -282,6 +282,8 @@ def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, f
             assert time.monotonic() < deadline, "the codex turn never started"
             time.sleep(0.1)
         [codex_pid] = [int(pid) for pid in registry.entries()]
+        owner = int(registry.entries()[str(codex_pid)]["owner_pid"])
+        assert owner == first.pid, f"codex is owned by {owner}, not by hermes ({first.pid})"
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=10)
         time.sleep(0.3)
@@ -292,7 +294,13 @@ def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, f
         assert "fresh start" in second.stdout
         deadline = time.monotonic() + 10
         while alive(codex_pid):
-            assert time.monotonic() < deadline, "the orphaned codex was not reaped"
+            if time.monotonic() > deadline:
+                log = home / "logs" / "agent.log"
+                notes = [line for line in (log.read_text().splitlines() if log.exists() else [])
+                         if "orphan" in line]
+                raise AssertionError(f"the orphaned codex {codex_pid} was not reaped; registry "
+                                     f"{registry.entries()}; log {notes[-5:]}; second hermes "
+                                     f"stderr {second.stderr[-1500:]}")
             time.sleep(0.05)
         assert fake_codex.live_grandchildren() == []
     finally:
