@@ -548,6 +548,10 @@ SYMBOLS: tuple[HostSymbol, ...] = (
                'for the api_server platform in its gateway probe)', required=False,
                verified='0.22.2.post1',
                when_missing='`_gateway_notify_cbs` under `_lock` is read instead'),
+    HostSymbol('tools.approval', 'withdraw_gateway_approval',
+               "withdrawing a lapsed codex prompt through the host (its surfaces retract it; "
+               'the hook says `cancelled`)', required=False, verified='0.22.2.post1',
+               when_missing='the entry is resolved as a denial and dequeued under `_lock`'),
     HostSymbol('agent.turn_recovery', 'activate_codex_app_server_fallback',
                'the host completes a usage-limited codex turn on its fallback itself',
                required=False, verified='0.22.2.post1',
