@@ -287,3 +287,24 @@ def test_the_host_is_found_by_what_python_imports_not_by_a_distribution_name(tmp
     [installed] = set(metadata.packages_distributions()["run_agent"])
     assert host is not None and host.distribution == installed
     assert host.version == metadata.version(installed)
+
+
+def test_a_matrix_cell_refuses_to_run_on_another_host_or_codex_than_it_names():
+    """`make test` names each cell's host and codex (HCR_EXPECT_HOST / HCR_EXPECT_CODEX): a
+    cell that would run on anything else stops at once instead of passing on the wrong pair."""
+    import os
+    import subprocess
+    import sys
+
+    for variable, value in (("HCR_EXPECT_HOST", "9.9.9"), ("HCR_EXPECT_CODEX", "0.0.1")):
+        env = {**os.environ, variable: value}
+        env.pop("HCR_EXPECT_HOST" if variable == "HCR_EXPECT_CODEX" else "HCR_EXPECT_CODEX",
+                None)
+        proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                               "-p", "no:cacheprovider", "tests/test_protocol.py"],
+                              env=env, capture_output=True, text=True, timeout=120,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              check=False)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 4, output  # pytest's usage error
+        assert "this cell expects" in output and value in output
