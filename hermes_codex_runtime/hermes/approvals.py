@@ -257,6 +257,9 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     shown_what = protected.prompt_text(what, host_redact)
     shown_description = protected.prompt_text(description, host_redact)
     pattern = protected.prompt_text(pattern, host_redact)
+    if auto and request.kind == "command" and _call(
+            approval, "_command_matches_permanent_allowlist", what, default=False):
+        return Decision.ACCEPT  # a command the user allowed for good in Hermes' own prompts
     public = getattr(approval, "request_tool_approval", None)
     if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)):
         if request.cancelled.is_set():
@@ -264,9 +267,6 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
         return _ask_host(approval, public, scope, shown_what, shown_description, pattern, request)
     if target:
         shown_description += f"\n(it touches {target}: approve only if you meant it)"
-    if auto and request.kind == "command" and _call(
-            approval, "_command_matches_permanent_allowlist", what, default=False):
-        return Decision.ACCEPT
     if auto and key and _call(approval, "is_approved", key, pattern, default=False):
         return Decision.ACCEPT_FOR_SESSION
     allow_permanent = request.kind == "command" and auto
