@@ -101,7 +101,7 @@ def capture_scope(agent: Any) -> ApprovalScope:
         if not gateway and os.environ.get("HERMES_EXEC_ASK", "").strip().lower() in (
                 "1", "true", "yes", "on"):
             key = session_key or str(getattr(agent, "session_id", "") or "")
-            gateway = _has_notifier(approval, key)  # someone on this session can answer
+            gateway = _notifier(approval, key) is not None  # someone can answer
     get_callback = symbol("tools.terminal_tool", "_get_approval_callback",
                           feature="CLI approval prompts")
     if callable(get_callback):
@@ -136,23 +136,24 @@ def _find(approval: Any, name: str, feature: str = "part of Hermes' approval flo
     return symbol_in(APPROVAL_MODULES[1:], name, feature=feature)
 
 
-def _has_notifier(approval: Any, key: str) -> bool:
-    """Whether a gateway client registered an approval notifier for this session (0.22's API
-    server does for ``/v1/runs`` and streaming chat; its gateway-context probe says False)."""
+def _notifier(approval: Any, key: str) -> Any:
+    """The approval notifier a gateway client registered for this session, or ``None`` (0.22's
+    API server registers one for ``/v1/runs`` and streaming chat, though its gateway-context
+    probe says False there)."""
     if not key:
-        return False
+        return None
     lookup = getattr(approval, "_gateway_notify_cb", None)
     if callable(lookup):
         try:
-            return lookup(key) is not None
+            return lookup(key)
         except Exception:
-            return False
+            return None
     lock = getattr(approval, "_lock", None)
     callbacks = getattr(approval, "_gateway_notify_cbs", None)
     if lock is None or not isinstance(callbacks, dict):
-        return False
+        return None
     with lock:
-        return callbacks.get(key) is not None
+        return callbacks.get(key)
 
 
 def _module() -> Any:
@@ -355,14 +356,11 @@ def _denied_by_user_rule(approval: Any, command: str) -> bool:
 
 def _ask_gateway(approval: Any, key: str, what: str, description: str, pattern: str,
                  allow_permanent: bool, request: ApprovalRequest) -> str | None:
-    lock = getattr(approval, "_lock", None)
-    callbacks = getattr(approval, "_gateway_notify_cbs", None)
     await_decision = getattr(approval, "_await_gateway_decision", None)
-    if lock is None or callbacks is None or not callable(await_decision):
+    if not callable(await_decision):
         symbol("tools.approval", "_await_gateway_decision", feature="gateway approval prompts")
         return None
-    with lock:
-        notify = callbacks.get(key)
+    notify = _notifier(approval, key)
     if notify is None:
         log.info("codex-runtime: this gateway session has no approval channel; declining")
         return None
