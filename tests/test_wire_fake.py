@@ -295,7 +295,7 @@ def test_a_lagging_consumer_gets_every_delta_coalesced_never_dropped(fake_codex)
     with spawn(fake_codex) as conn:
         start_turn(conn)
         deadline = time.monotonic() + BUDGET
-        while conn._inbound.qsize() < 5_000 and time.monotonic() < deadline:
+        while conn.stream._queue.qsize() < 5_000 and time.monotonic() < deadline:
             time.sleep(0.05)  # the consumer is busy elsewhere; codex keeps streaming
         time.sleep(0.5)
         messages = drain(conn)

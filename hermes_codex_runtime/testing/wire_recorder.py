@@ -36,20 +36,11 @@ class RecordingConnection(AppServerConnection):
             self.sent.append(message)
         super()._send(message)
 
-    def next_inbound(self, timeout: float | None = None) -> Inbound | None:
-        message = super().next_inbound(timeout)
-        if message is not None and message.is_request:
+    def _deliver(self, inbound: Inbound) -> None:
+        if inbound.is_request:
             with self._record_lock:
-                self.server_requests[message.id] = message.method
-        return message
-
-    def drain(self, limit: int = 256) -> list[Inbound]:
-        items = super().drain(limit)
-        with self._record_lock:
-            for message in items:
-                if message.is_request:
-                    self.server_requests[message.id] = message.method
-        return items
+                self.server_requests[inbound.id] = inbound.method
+        super()._deliver(inbound)
 
     @property
     def experimental(self) -> bool:

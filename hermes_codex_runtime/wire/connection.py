@@ -24,14 +24,13 @@ import contextlib
 import itertools
 import json
 import logging
-import queue
 import re
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from hermes_codex_runtime.wire.binary import (
     CodexBinary,
@@ -47,50 +46,35 @@ from hermes_codex_runtime.wire.errors import (
     TransportClosed,
     WireError,
 )
+from hermes_codex_runtime.wire.inbound import (
+    DROPPABLE,
+    LOCAL_PREFIX,
+    MAX_QUEUED,
+    Inbound,
+    InboundStream,
+    JsonObject,
+    RequestId,
+)
 from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, snapshot_descendants
 from hermes_codex_runtime.wire.redact import redact
 
 log = logging.getLogger(__name__)
-
-JsonObject = dict[str, Any]
-RequestId = int | str
 
 STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
 DIAGNOSTIC_LINES = 100
 DIAGNOSTIC_LINE_MAX = 1000
 EXIT_SETTLE = 0.2
-#: Backpressure: while the consumer lags this many messages behind, a streaming delta is not
-#: queued as a message of its own: its text is appended to the still-queued delta of the same
-#: item (counted in ``coalesced_deltas``). Nothing is lost — the consumer receives the same text
-#: in fewer, larger pieces — and memory stays bounded by the item's own size.
-MAX_QUEUED = 2_000
-DROPPABLE = frozenset({"item/agentMessage/delta", "item/reasoning/summaryTextDelta",
-                       "item/reasoning/textDelta", "item/commandExecution/outputDelta",
-                       "item/fileChange/outputDelta"})
-LOCAL_PREFIX = "$local/"
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
-@dataclass(frozen=True, slots=True)
-class Inbound:
-    """A message the server sent on its own: a notification (``id is None``) or a server request
-    that must be answered with :meth:`AppServerConnection.respond` / ``respond_error``."""
+class MessagePipe(Protocol):
+    """A message transport to a server at an endpoint (see :mod:`.websocket`)."""
 
-    method: str
-    params: JsonObject
-    id: RequestId | None = None
-
-    @property
-    def is_request(self) -> bool:
-        """True for a server request (it carries an id, and 0 is a valid id)."""
-        return self.id is not None
-
-    @property
-    def is_local(self) -> bool:
-        """True for a wake-up marker posted by :meth:`AppServerConnection.wake`."""
-        return self.method.startswith(LOCAL_PREFIX)
+    def send_text(self, data: bytes) -> None: ...
+    def recv(self) -> bytes | None: ...
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,28 +109,12 @@ class SpawnOptions:
     experimental_api: bool = False  # ask for codex's experimental API (dynamic tools)
 
 
-class _Coalesced:
-    """A queued streaming delta that later deltas of the same item join while it waits."""
-
-    __slots__ = ("key", "method", "params", "pieces", "taken")
-
-    def __init__(self, key: tuple[Any, ...], method: str, params: JsonObject) -> None:
-        self.key = key
-        self.method = method
-        self.params = params
-        self.pieces: list[str] = [str(params.get("delta", ""))]
-        self.taken = False
-
-
 class _Waiter:
     __slots__ = ("event", "reply")
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.reply: JsonObject | BaseException | None = None
-
-
-_END = object()  # the inbound stream's end marker
 
 
 class AppServerConnection:
@@ -156,12 +124,19 @@ class AppServerConnection:
     ``subprocess.Popen`` (tests, custom launchers) and call :meth:`initialize` yourself.
     """
 
-    def __init__(self, process: subprocess.Popen[bytes], *,
-                 binary: CodexBinary | None = None) -> None:
-        if process.stdin is None or process.stdout is None or process.stderr is None:
+    def __init__(self, process: subprocess.Popen[bytes] | None = None, *,
+                 binary: CodexBinary | None = None, pipe: MessagePipe | None = None,
+                 endpoint: str | None = None) -> None:
+        if (process is None) == (pipe is None):
+            raise ValueError("a connection needs either an app-server process or a message pipe")
+        if process is not None and (process.stdin is None or process.stdout is None
+                                    or process.stderr is None):
             raise ValueError("the app-server process needs stdin, stdout and stderr pipes")
         self._proc = process
-        self._stdin: IO[bytes] = process.stdin
+        self._pipe = pipe
+        #: Where the server is: ``None`` for a child process, else the endpoint's URL.
+        self.endpoint = endpoint
+        self._stdin: IO[bytes] | None = process.stdin if process is not None else None
         self.binary = binary
         self.server: ServerInfo | None = None
         self._ids = itertools.count(1)
@@ -169,25 +144,25 @@ class AppServerConnection:
         self._pending_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
-        self._inbound: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._inbound_ended = False
-        self._route_lock = threading.RLock()  # drain() unwraps under it
-        self._idle_handler: Callable[[Inbound], None] | None = None
-        self.coalesced_deltas = 0
-        self._tail: _Coalesced | None = None  # the last thing queued, when it is a delta slot
+        self.stream = InboundStream()
+        self._router: Callable[[Inbound], None] | None = None
+        self._on_end: list[Callable[[str], None]] = []
         self._transport_error: str | None = None
         self._closed = False
         self._registry: Any = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._diagnostics: collections.deque[str] = collections.deque(maxlen=DIAGNOSTIC_LINES)
+        label = process.pid if process is not None else "remote"
         self._reader = threading.Thread(
-            target=self._read_stdout, name=f"codex-stdout-{process.pid}", daemon=True
-        )
-        self._stderr_reader = threading.Thread(
-            target=self._read_stderr, name=f"codex-stderr-{process.pid}", daemon=True
-        )
+            target=self._read_stdout if process is not None else self._read_pipe,
+            name=f"codex-stdout-{label}", daemon=True)
+        self._stderr_reader: threading.Thread | None = None
+        if process is not None:
+            self._stderr_reader = threading.Thread(
+                target=self._read_stderr, name=f"codex-stderr-{label}", daemon=True)
         self._reader.start()
-        self._stderr_reader.start()
+        if self._stderr_reader is not None:
+            self._stderr_reader.start()
 
     # ------------------------------------------------------------------ start-up
 
@@ -356,6 +331,15 @@ class AppServerConnection:
         with self._write_lock:
             if self._closed:
                 raise TransportClosed("the codex app-server connection is closed")
+            if self._pipe is not None:
+                try:
+                    self._pipe.send_text(data)
+                except (WireError, OSError) as exc:
+                    raise TransportClosed(
+                        f"the codex app-server at {self.endpoint} stopped answering ({exc})"
+                    ) from exc
+                return
+            assert self._stdin is not None
             try:
                 self._stdin.write(data + b"\n")
                 self._stdin.flush()
@@ -373,64 +357,75 @@ class AppServerConnection:
         when the wait elapsed. Raises :class:`TransportClosed` once the stream has ended (the
         process died or the connection was closed) and everything before the end was consumed.
         """
-        if self._inbound_ended:
-            raise TransportClosed(self._transport_error or "the codex app-server stream ended")
-        try:
-            item = self._inbound.get(timeout=timeout) if timeout is None or timeout > 0 \
-                else self._inbound.get_nowait()
-        except queue.Empty:
-            return None
-        if item is _END:
-            self._inbound_ended = True
-            raise TransportClosed(self._transport_error or "the codex app-server stream ended")
-        return self._unwrap(item)
+        return self.stream.next(timeout)
 
     def drain(self, limit: int = 256) -> list[Inbound]:
         """Up to ``limit`` messages that are already queued, without waiting (a consumer that
-        just woke up handles a burst in one go). Stops at the end of the stream; the next
-        :meth:`next_inbound` then raises."""
-        items: list[Inbound] = []
-        if self._inbound_ended:
-            return items
-        get = self._inbound.get_nowait
-        for _ in range(limit):
-            try:
-                item = get()
-            except queue.Empty:
-                break
-            if item is _END:
-                self._inbound.put(_END)
-                break
-            items.append(self._unwrap(item))
-        return items
+        just woke up handles a burst in one go)."""
+        return self.stream.drain(limit)
 
     def set_idle_handler(self, handler: Callable[[Inbound], None] | None) -> None:
-        """While no consumer drives the stream (between turns), ``handler`` receives every
-        notification and server request on the reader thread, so a request that arrives then
-        (e.g. a token refresh) is answered at once. Setting it first hands it what is already
-        queued, in order; ``None`` sends messages to the inbound stream again. The handler must
-        be quick: it runs on the reader thread."""
-        with self._route_lock:
-            self._idle_handler = handler
-            if handler is None:
-                return
-            for item in self.drain(limit=1_000_000):
-                self._call_idle_handler(handler, item)
-
-    @staticmethod
-    def _call_idle_handler(handler: Callable[[Inbound], None], item: Inbound) -> None:
-        try:
-            handler(item)
-        except Exception:
-            log.exception("the idle message handler raised; continuing")
+        """Between turns, ``handler`` receives every message on the reader thread (see
+        :meth:`InboundStream.set_idle_handler`)."""
+        self.stream.set_idle_handler(handler)
 
     def wake(self, reason: str = "wake") -> None:
-        """Wake a consumer blocked in :meth:`next_inbound` from another thread (an interrupt, a
-        decided approval). It receives a local marker: ``Inbound("$local/<reason>", {})`` —
-        codex method names never start with ``$``."""
-        self._inbound.put(Inbound(f"{LOCAL_PREFIX}{reason}", {}))
+        """Wake a consumer blocked in :meth:`next_inbound` from another thread."""
+        self.stream.wake(reason)
+
+    @property
+    def coalesced_deltas(self) -> int:
+        """How many streamed deltas were joined to a queued one because the consumer lagged."""
+        return self.stream.coalesced_deltas
+
+    def set_router(self, router: Callable[[Inbound], None] | None,
+                   on_end: Callable[[str], None] | None = None) -> None:
+        """Hand every notification and server request to ``router`` on the reader thread instead
+        of this connection's own stream (a connection shared by many threads routes them to each
+        thread's stream). ``on_end`` is called once, with the reason, when the stream ends — at
+        once if it already has. The router must be quick and must not raise."""
+        self._router = router
+        if on_end is not None:
+            with self._pending_lock:
+                ended = self._transport_error
+                if ended is None:
+                    self._on_end.append(on_end)
+            if ended is not None:
+                on_end(ended)
+
+    def _deliver(self, inbound: Inbound) -> None:
+        router = self._router
+        if router is None:
+            self.stream.offer(inbound)
+            return
+        try:
+            router(inbound)
+        except Exception:
+            log.exception("routing a codex message failed; continuing")
+
+    def _read_pipe(self) -> None:
+        """The reader for a server at an endpoint: one JSON-RPC message per message."""
+        assert self._pipe is not None
+        reason = f"the codex app-server at {self.endpoint} closed the connection"
+        try:
+            while True:
+                data = self._pipe.recv()
+                if data is None:
+                    break
+                line = data.strip()
+                if line:
+                    self._dispatch_line(line)
+        except WireError as exc:
+            if not self._closed:
+                reason = f"{reason} ({exc})"
+        except Exception as exc:  # pragma: no cover - a reader failure must still end the stream
+            reason = f"the codex app-server reader failed: {exc!r}"
+            log.exception("codex app-server reader failed")
+        finally:
+            self._end_stream(reason)
 
     def _read_stdout(self) -> None:
+        assert self._proc is not None
         stdout = self._proc.stdout
         assert stdout is not None
         reason = "codex app-server closed its output (the process exited)"
@@ -448,7 +443,8 @@ class AppServerConnection:
                 # so the error carries the exit code and the reason (bounded: 0.2 s each).
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=EXIT_SETTLE)
-                self._stderr_reader.join(timeout=EXIT_SETTLE)
+                if self._stderr_reader is not None:
+                    self._stderr_reader.join(timeout=EXIT_SETTLE)
                 if self._proc.returncode is not None:
                     reason = f"{reason} with code {self._proc.returncode}"
             self._end_stream(reason)
@@ -473,17 +469,7 @@ class AppServerConnection:
             if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
                 self._note_diagnostic("server request with an invalid id", line)
                 return
-            if rid is None and method in DROPPABLE and isinstance(params.get("delta"), str) \
-                    and self._inbound.qsize() > MAX_QUEUED and self._coalesce(method, params):
-                return
-            inbound = Inbound(method, params, rid)
-            with self._route_lock:
-                handler = self._idle_handler
-                if handler is None:
-                    self._inbound.put(inbound)
-                    self._tail = None
-                    return
-                self._call_idle_handler(handler, inbound)
+            self._deliver(Inbound(method, params, rid))
             return
         if "id" in message and ("result" in message or "error" in message):
             rid = message["id"]
@@ -500,43 +486,22 @@ class AppServerConnection:
             return
         self._note_diagnostic("unrecognised message on stdout", line)
 
-    def _coalesce(self, method: str, params: JsonObject) -> bool:
-        """Join ``params["delta"]`` to the delta slot of the same item when that slot is the last
-        thing queued and not yet taken — so the order of everything is kept — else queue a new
-        slot later deltas can join (reader thread only). False between turns (nothing queued)."""
-        key = (method, params.get("threadId"), params.get("turnId"), params.get("itemId"))
-        with self._route_lock:
-            if self._idle_handler is not None:
-                return False
-            slot = self._tail
-            if slot is not None and slot.key == key and not slot.taken:
-                slot.pieces.append(params["delta"])
-                self.coalesced_deltas += 1
-                return True
-            slot = _Coalesced(key, method, params)
-            self._inbound.put(slot)
-            self._tail = slot
-            return True
-
-    def _unwrap(self, item: object) -> Inbound:
-        if isinstance(item, _Coalesced):
-            with self._route_lock:
-                item.taken = True
-                text = "".join(item.pieces)
-            return Inbound(item.method, {**item.params, "delta": text})
-        assert isinstance(item, Inbound)
-        return item
-
     def _end_stream(self, reason: str) -> None:
         with self._pending_lock:
             if self._transport_error is None:
                 self._transport_error = reason
             waiters = list(self._pending.values())
             self._pending.clear()
+            callbacks, self._on_end = self._on_end, []
         for waiter in waiters:
             waiter.reply = TransportClosed(f"{reason}. {self._tail_hint()}".strip())
             waiter.event.set()
-        self._inbound.put(_END)
+        self.stream.end(self._transport_error or reason)
+        for callback in callbacks:
+            try:
+                callback(self._transport_error or reason)
+            except Exception:
+                log.exception("a codex connection's end callback raised")
 
     def _note_diagnostic(self, what: str, line: bytes) -> None:
         text = line[:DIAGNOSTIC_LINE_MAX].decode("utf-8", "replace")
@@ -544,6 +509,7 @@ class AppServerConnection:
         self._diagnostics.append(f"{what}: {text}{suffix}")
 
     def _read_stderr(self) -> None:
+        assert self._proc is not None
         stderr = self._proc.stderr
         assert stderr is not None
         with contextlib.suppress(Exception):
@@ -575,17 +541,20 @@ class AppServerConnection:
         return ("codex stderr (last lines): " + " | ".join(tail)) if tail else ""
 
     @property
-    def pid(self) -> int:
-        """The app-server's process id."""
-        return self._proc.pid
+    def pid(self) -> int | None:
+        """The app-server's process id (``None`` for a server at an endpoint)."""
+        return self._proc.pid if self._proc is not None else None
 
     @property
     def returncode(self) -> int | None:
-        """The exit code once the process has exited, else ``None``."""
-        return self._proc.poll()
+        """The exit code once the child process has exited, else ``None``."""
+        return self._proc.poll() if self._proc is not None else None
 
     def is_alive(self) -> bool:
-        """True while the process runs and its output stream is open."""
+        """True while the process runs (or the endpoint's connection is open) and the output
+        stream is open."""
+        if self._proc is None:
+            return not self._closed and self._transport_error is None
         return self._proc.poll() is None and self._transport_error is None
 
     @property
@@ -601,11 +570,15 @@ class AppServerConnection:
         with self._close_lock:
             if self._closed:
                 return
+            if self._proc is None:
+                self._close_pipe(grace)
+                return
             first = snapshot_descendants(self._proc.pid)
             with self._write_lock:
                 self._closed = True
                 with contextlib.suppress(Exception):
-                    self._stdin.close()
+                    if self._stdin is not None:
+                        self._stdin.close()
             self._end_stream("the codex app-server connection was closed")
             deadline = time.monotonic() + grace
             try:
@@ -629,12 +602,23 @@ class AppServerConnection:
                 with contextlib.suppress(OSError):
                     self._registry.unregister(self._proc.pid)
             for thread in (self._reader, self._stderr_reader):
-                if thread is not threading.current_thread():
+                if thread is not None and thread is not threading.current_thread():
                     thread.join(timeout=grace)
             for stream in (self._proc.stdout, self._proc.stderr):
                 with contextlib.suppress(Exception):
                     if stream is not None:
                         stream.close()
+
+    def _close_pipe(self, grace: float) -> None:
+        """Close the connection to a server at an endpoint (the server keeps running)."""
+        assert self._pipe is not None
+        with self._write_lock:
+            self._closed = True
+        self._end_stream("the codex app-server connection was closed")
+        with contextlib.suppress(Exception):
+            self._pipe.close()
+        if self._reader is not threading.current_thread():
+            self._reader.join(timeout=grace)
 
     def __enter__(self) -> AppServerConnection:
         return self
@@ -644,14 +628,18 @@ class AppServerConnection:
 
     def __del__(self) -> None:  # pragma: no cover - best effort for forgotten connections
         with contextlib.suppress(Exception):
-            if not self._closed and self._proc.poll() is None:
+            if not self._closed and self._proc is not None and self._proc.poll() is None:
                 log.warning("an AppServerConnection (pid %s) was not closed", self._proc.pid)
 
 
 __all__ = [
+    "DROPPABLE",
+    "LOCAL_PREFIX",
+    "MAX_QUEUED",
     "AppServerConnection",
     "Inbound",
     "JsonObject",
+    "MessagePipe",
     "RequestId",
     "ServerInfo",
     "SpawnOptions",
