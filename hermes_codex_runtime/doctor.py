@@ -199,6 +199,42 @@ def codex_checks(codex_bin: str | None, codex_home: str | None, *,
     return checks
 
 
+def check_app_servers(placement: Any, fix: str = "") -> list[Check]:
+    """Where threads run: the shared/per-session layout, or each remote endpoint reached and
+    initialised with its token (``placement``: a :class:`~hermes_codex_runtime.pool.Placement`
+    or ``None`` for the default)."""
+    from hermes_codex_runtime.pool import PER_SESSION, Placement
+    from hermes_codex_runtime.pool.remote import connect_endpoint
+
+    placement = placement or Placement()
+    limits = placement.limits
+    if placement.mode == PER_SESSION:
+        return [Check("app-servers", OK, "per-session: one local codex process per session")]
+    if placement.mode != "endpoints":
+        return [Check("app-servers", OK,
+                      f"shared: one local codex process carries up to "
+                      f"{limits.threads_per_process} sessions with the same settings (another "
+                      f"starts beyond, at most {limits.max_processes}); it ends with its last "
+                      "session")]
+    checks = []
+    for spec in placement.endpoints:
+        try:
+            conn = connect_endpoint(spec, SpawnOptions(initialize_timeout=10.0))
+        except WireError as exc:
+            hint = getattr(exc, "hint", "")
+            detail = redact(str(exc) if not hint or hint in str(exc) else f"{exc} {hint}")
+            checks.append(Check("app-server", FAIL, f"{spec.url}: {detail}", fix))
+            continue
+        try:
+            version = ".".join(map(str, conn.server.version or ())) if conn.server else "?"
+            checks.append(Check("app-server", OK, f"{spec.url}: codex {version or '?'}, token "
+                                "accepted" if spec.token_file else
+                                f"{spec.url}: codex {version or '?'} (no token)"))
+        finally:
+            conn.close()
+    return checks
+
+
 def render(checks: list[Check]) -> str:
     """The report for a terminal."""
     marks = {OK: "ok  ", WARN: "warn", FAIL: "FAIL"}

@@ -33,13 +33,15 @@ def codex_history_seed(agent: Any, messages: Any) -> str | None:
 
 
 @hookspec(firstresult=True)
-def codex_stored_thread(agent: Any) -> str | None:
-    """The codex thread id bound to this agent's session by an earlier process, if any."""
+def codex_stored_thread(agent: Any) -> Any:
+    """The codex thread bound to this agent's session by an earlier process, if any: its id, or
+    ``{"thread_id": ..., "endpoint": ...}`` when it lives on a remote app-server."""
 
 
 @hookspec
-def codex_thread_bound(agent: Any, thread_id: str) -> None:
-    """The session now lives on ``thread_id`` and this turn's transcript is committed: persist."""
+def codex_thread_bound(agent: Any, thread_id: str, endpoint: str | None) -> None:
+    """The session now lives on ``thread_id`` (on the remote app-server ``endpoint``, or
+    ``None`` for a local one) and this turn's transcript is committed: persist both."""
 
 
 @hookspec(firstresult=True)

@@ -31,6 +31,7 @@ from typing import Any
 import pluggy
 
 from hermes_codex_runtime.plugins import make_plugin_manager
+from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
 from hermes_codex_runtime.session import (
     ApprovalRequest,
@@ -100,11 +101,14 @@ class CodexRuntime:
     """Runs host turns on codex. One instance serves many agents (e.g. a gateway's sessions)."""
 
     def __init__(self, plugin_manager: pluggy.PluginManager | None = None, *,
-                 session_factory: SessionFactory = CodexSession) -> None:
+                 session_factory: SessionFactory = CodexSession,
+                 pool: ServerPool | None = None) -> None:
         self.pm = plugin_manager or make_plugin_manager()
         self._factory = session_factory
+        #: The app-servers this runtime's sessions run on (shared, per-session or remote).
+        self.pool = pool or ServerPool()
         self._entries: dict[int, _Entry] = {}
-        self._last_thread: dict[int, str] = {}
+        self._last_thread: dict[int, tuple[str, str | None]] = {}
         self._turn_locks: dict[int, threading.RLock] = {}
         self._lock = threading.Lock()
 
@@ -175,15 +179,29 @@ class CodexRuntime:
             # model and effort are turn-level in codex: a change rides on the next turn/start
             entry.settings = entry.session.settings = settings
             return entry.session
-        stored: str | None = None
+        stored: Any = None
+        endpoint: str | None = None
+        predecessor: CodexSession | None = None
         if entry is not None:
             if not prompt_changed and entry.session.thread_id:
                 stored = entry.session.thread_id  # same conversation, new process
+                endpoint = entry.session.endpoint
             if prompt_changed:
                 log.info("the host's system prompt changed: the next codex thread starts fresh")
-            entry.session.close()
+                entry.session.close()
+            else:
+                # the same conversation continues: the new session takes the thread over on
+                # the process that holds it, then ends this one (see CodexSession._spawn)
+                predecessor = entry.session
         if stored is None and not prompt_changed:
-            stored = self._last_thread.get(key) or self._ask("codex_stored_thread", agent=agent)
+            last = self._last_thread.get(key)
+            stored = last or self._ask("codex_stored_thread", agent=agent)
+            if last is not None:
+                stored, endpoint = last
+        if isinstance(stored, Mapping):  # {"thread_id": ..., "endpoint": ...}
+            endpoint = stored.get("endpoint") if isinstance(stored.get("endpoint"), str) \
+                else None
+            stored = stored.get("thread_id")
         if prompt_changed:
             self._last_thread.pop(key, None)
         if isinstance(stored, str):
@@ -202,7 +220,9 @@ class CodexRuntime:
         extra: dict[str, Any] = {"call_tool": call_tool} if settings.host_tools else {}
         session = self._factory(settings, developer_instructions=instructions,
                                 stored_thread_id=stored if isinstance(stored, str) else None,
-                                approve=approve, on_event=on_event, **extra)
+                                stored_endpoint=endpoint if isinstance(stored, str) else None,
+                                approve=approve, on_event=on_event, pool=self.pool,
+                                predecessor=predecessor, **extra)
         with self._lock:
             self._entries[key] = _Entry(session, instructions, settings)
         return session
@@ -301,8 +321,9 @@ class CodexRuntime:
                                         failure=result.failure)
         self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages)
         if result.thread_id and result.turn_id:
-            self._last_thread[key] = result.thread_id
-            self._tell("codex_thread_bound", agent=agent, thread_id=result.thread_id)
+            self._last_thread[key] = (result.thread_id, result.endpoint)
+            self._tell("codex_thread_bound", agent=agent, thread_id=result.thread_id,
+                       endpoint=result.endpoint)
         if result.should_retire and session is not None:
             self._retire(key, session)
         return result
@@ -335,3 +356,5 @@ class CodexRuntime:
             self._entries.clear()
         for entry in entries:
             entry.session.close()
+        self.pool.close()
+        self.pool.reopen()

@@ -28,7 +28,6 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import math
 import os
 import queue
 import random
@@ -36,18 +35,18 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from hermes_codex_runtime.projector import Projector, ToolCall
+from hermes_codex_runtime.pool import SHARED, Channel, ServerPool, launch_key
+from hermes_codex_runtime.pool.launch import launch
+from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import (
     APPROVAL_METHODS,
     METHOD_NOT_FOUND,
     Decision,
     Failure,
     FailureKind,
-    HostTool,
     HostToolCall,
     HostToolOutput,
     InputError,
@@ -69,7 +68,15 @@ from hermes_codex_runtime.protocol import (
     turn_steer_params,
 )
 from hermes_codex_runtime.protocol.answers import DYNAMIC_TOOL_CALL
-from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator, UsageReport
+from hermes_codex_runtime.usage import UsageAccumulator
+from hermes_codex_runtime.values import (
+    MAX_TIMEOUT,
+    ApprovalRequest,
+    Cancellation,
+    CodexEvent,
+    SessionSettings,
+    TurnResult,
+)
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinaryError,
@@ -90,11 +97,11 @@ from hermes_codex_runtime.wire.codex_config import (
     chosen_provider,
     codex_home_path,
 )
+from hermes_codex_runtime.wire.websocket import EndpointError
 
 log = logging.getLogger(__name__)
 
 TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
-MAX_TIMEOUT = 86_400.0  # a day: more is a typo (and time.monotonic() + inf breaks waits)
 SERVER_OVERLOADED = -32001
 DECIDER_EXIT_WAIT = 0.1
 #: While a turn runs and codex is silent (the model is thinking, a provider is slow), a
@@ -103,203 +110,6 @@ HEARTBEAT = 2.0
 OVERLOAD_RETRIES = 4  # then the overload is the turn's error; waits 0.1, 0.2, 0.4, 0.8 s (+jitter)
 _DELTA = "item/agentMessage/delta"
 _INTERRUPT_RETRY_WINDOW = 1.0
-
-
-@dataclass(slots=True)
-class SessionSettings:
-    """How to run codex for one host session. Every field has a working default."""
-
-    codex_bin: str | None = None
-    codex_home: str | None = None
-    cwd: str | None = None
-    model: str | None = None
-    model_provider: str | None = None
-    approval_policy: str | dict[str, Any] | None = "on-request"
-    approvals_reviewer: str | None = "user"
-    sandbox: str | None = None
-    effort: str | None = None
-    env: Mapping[str, str] | None = None
-    extra_env: Mapping[str, str] | None = None
-    extra_args: tuple[str, ...] = ()
-    #: Names (or globs) of further variables the app-server may inherit (see ``wire.env``).
-    env_passthrough: tuple[str, ...] = ()
-    #: Names (or globs) that commands the model runs may inherit on top of the process basics.
-    command_env_passthrough: tuple[str, ...] = ()
-    turn_timeout: float = 600.0
-    startup_timeout: float = 30.0
-    request_timeout: float = 30.0
-    control_timeout: float = 5.0
-    post_tool_quiet_warning: float = 90.0
-    client_version: str = "0"
-    registry_path: str | None = None  # app-servers recorded here are reaped if the host dies
-    #: The host's own tools codex may call on this thread (codex's experimental dynamic tools);
-    #: each call goes to the session's ``call_tool``.
-    host_tools: tuple[HostTool, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",
-                     "post_tool_quiet_warning"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
-                raise ValueError(f"{name} must be a positive number of seconds, at most "
-                                 f"{MAX_TIMEOUT:g}, got {value!r}")
-        if not all(isinstance(tool, HostTool) for tool in self.host_tools):
-            raise ValueError("host_tools must be HostTool values")
-        names = [tool.name for tool in self.host_tools]
-        if len(set(names)) != len(names):
-            raise ValueError(f"host_tools names must be unique, got {names}")
-
-
-class Cancellation:
-    """Set once a question no longer needs an answer (the turn ended or was interrupted, or codex
-    resolved the request itself). Event-like (``set``/``is_set``/``wait``), and a host can hang
-    the withdrawal of its own prompt on it: callbacks run once, on :meth:`set` — or at once when
-    added after it."""
-
-    __slots__ = ("_callbacks", "_event", "_lock")
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
-
-    def set(self) -> None:
-        """Mark the question withdrawn and run the callbacks (each at most once)."""
-        with self._lock:
-            if self._event.is_set():
-                return
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            _run_callback(callback)
-
-    def is_set(self) -> bool:
-        """True once withdrawn."""
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until withdrawn (at most ``timeout`` s); True when it was."""
-        return self._event.wait(timeout)
-
-    def add_callback(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` when the question is withdrawn (now, if it already was)."""
-        with self._lock:
-            if not self._event.is_set():
-                self._callbacks.append(callback)
-                return
-        _run_callback(callback)
-
-    def remove_callback(self, callback: Callable[[], None]) -> None:
-        """Forget ``callback`` (the host's prompt was answered; nothing to withdraw)."""
-        with self._lock, contextlib.suppress(ValueError):
-            self._callbacks.remove(callback)
-
-
-def _run_callback(callback: Callable[[], None]) -> None:
-    try:
-        callback()
-    except Exception:
-        log.exception("withdrawing a host's approval prompt failed")
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What codex asks the host to decide. ``cancelled`` is set when the question no longer needs
-    an answer (the turn ended, or codex resolved it): an interactive host should drop its prompt."""
-
-    method: str
-    kind: str
-    params: Mapping[str, Any]
-    thread_id: str | None
-    turn_id: str | None
-    item_id: str | None
-    command: str | None
-    cwd: str | None
-    reason: str | None
-    changes: tuple[Mapping[str, Any], ...]
-    cancelled: Cancellation = field(default_factory=Cancellation, compare=False)
-
-    def summary(self) -> str:
-        """One human-readable line: what will happen if the host says yes."""
-        if self.kind == "command":
-            text = f"run `{self.command}`" + (f" in {self.cwd}" if self.cwd else "")
-        elif self.kind == "file_change":
-            paths = [str(c.get("path")) for c in self.changes if c.get("path")]
-            text = "change " + (", ".join(paths[:5]) if paths else "files")
-            if len(paths) > 5:
-                text += f" (+{len(paths) - 5} more)"
-        elif self.kind == "permissions":
-            text = f"grant extra permissions {dict(self.params.get('permissions') or {})}"
-        elif self.kind in ("mcp_tool_call", "elicitation"):
-            text = str(self.params.get("message") or f"answer {self.params.get('serverName')}")
-        else:
-            text = self.method
-        return f"{text} — {self.reason}" if self.reason else text
-
-
-@dataclass(frozen=True, slots=True)
-class CodexEvent:
-    """Progress for the host's display. ``kind`` is one of: ``text_delta``, ``reasoning_delta``,
-    ``interim_message`` (a completed message a later item showed was not the answer),
-    ``tool_started``, ``tool_output`` (a command's live output, ``text`` = the delta),
-    ``tool_completed``, ``plan`` (codex's plan changed; ``params`` has ``plan``/``explanation``),
-    ``diff`` (the turn's file changes so far; ``params["diff"]``), ``approval_requested``,
-    ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``, ``config_warning``
-    (codex ignored its ``config.toml`` and runs on its defaults; once per session)."""
-
-    kind: str
-    text: str = ""
-    tool: ToolCall | None = None
-    method: str = ""
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """The outcome of one turn (or one compaction). A plain value: no exception crosses the
-    session boundary."""
-
-    final_text: str = ""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tool_iterations: int = 0
-    interrupted: bool = False
-    timed_out: bool = False
-    error: str | None = None
-    failure: Failure | None = None
-    status: str | None = None
-    turn_id: str | None = None
-    thread_id: str | None = None
-    usage: UsageReport | None = None
-    compacted: bool = False
-    should_retire: bool = False
-    submitted_user_text: str = ""
-    thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
-    model: str | None = None  # the model codex reported for the thread (not the host's name)
-    fallback: Any = None  # what the host's fallback produced for this turn, if it ran
-
-    @property
-    def ok(self) -> bool:
-        """True when the turn completed without an error."""
-        return self.error is None and not self.interrupted
-
-    @property
-    def last_token_usage(self) -> TokenUsage | None:
-        """The final model response's usage (the current prompt size)."""
-        return self.usage.last if self.usage else None
-
-    @property
-    def model_context_window(self) -> int | None:
-        """The model's usable context window, as codex reported it."""
-        return self.usage.context_window if self.usage else None
-
-    def fail(self, failure: Failure, *, retire: bool | None = None) -> None:
-        """Record ``failure`` (the first one wins) and whether the session must be replaced."""
-        if self.failure is None:
-            self.failure = failure
-            self.error = failure.describe()
-        if retire if retire is not None else failure.retire_session:
-            self.should_retire = True
 
 
 class _Pending:
@@ -314,24 +124,11 @@ class _Pending:
         self.dropped = False
 
 
-_READY_HOMES: set[str] = set()
 # codex's JSON-RPC error for a thread it will not make because config.toml cannot be loaded
 _CONFIG_REFUSED = re.compile(r"\s*(failed to load config|invalid configuration)", re.IGNORECASE)
-_HOME_LOCKS: dict[str, threading.Lock] = {}
-_HOME_LOCKS_GUARD = threading.Lock()
 
-
-@contextlib.contextmanager
-def _home_lock(home: str) -> Iterator[None]:
-    """Held while starting codex on a CODEX_HOME no app-server of this process started on yet."""
-    if home in _READY_HOMES:
-        yield
-        return
-    with _HOME_LOCKS_GUARD:
-        lock = _HOME_LOCKS.setdefault(home, threading.Lock())
-    with lock:
-        yield
-
+#: What a session talks to: its own connection, or its channel on a shared one.
+Connection = AppServerConnection | Channel
 
 Approver = Callable[[ApprovalRequest], Any]
 EventSink = Callable[[CodexEvent], None]
@@ -357,6 +154,9 @@ class CodexSession:
         on_event: EventSink | None = None,
         connection_factory: ConnectionFactory | None = None,
         call_tool: ToolRunner | None = None,
+        pool: ServerPool | None = None,
+        stored_endpoint: str | None = None,
+        predecessor: CodexSession | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.developer_instructions = developer_instructions
@@ -365,7 +165,15 @@ class CodexSession:
         self._on_event = on_event
         self._call_tool = call_tool
         self._connect = connection_factory or AppServerConnection.spawn
-        self._conn: AppServerConnection | None = None
+        self._pool = pool
+        self._stored_endpoint = stored_endpoint
+        #: The session this one replaces (same conversation, changed settings): closed once this
+        #: one has its connection — after it, when both share a process, so the thread and the
+        #: process carry over; before it otherwise (codex allows one writer per thread).
+        self._predecessor = predecessor
+        #: The remote app-server this session's thread lives on (``None``: a local process).
+        self.endpoint: str | None = None
+        self._conn: Connection | None = None
         self.thread_id: str | None = None
         self.thread_origin: str | None = None
         self.model: str | None = None  # what codex said it runs the thread on
@@ -379,6 +187,7 @@ class CodexSession:
         self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
         self._closed = False
         self.retired = False
+        self._suspect = False  # a turn retired the session: its app-server may be wedged
         #: "Invalid configuration" warnings codex gave at the last start (shown at turn start).
         self.config_warnings: list[str] = []
         self._warned_config = False
@@ -391,7 +200,7 @@ class CodexSession:
         return self.settings.cwd or os.getcwd()
 
     @property
-    def connection(self) -> AppServerConnection | None:
+    def connection(self) -> Connection | None:
         """The live connection, if started."""
         return self._conn
 
@@ -403,7 +212,7 @@ class CodexSession:
         except Exception:
             log.exception("the host's codex event handler raised; continuing")
 
-    def _spawn(self) -> AppServerConnection:
+    def _spawn(self) -> Connection:
         s = self.settings
         if s.codex_home and not os.path.isdir(s.codex_home):
             # codex app-server panics at start-up on a missing CODEX_HOME (0.163). A home the
@@ -420,29 +229,52 @@ class CodexSession:
             # a name commands may inherit must first reach the process they inherit from
             env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
             experimental_api=bool(s.host_tools))
-        home = os.path.realpath(s.codex_home or os.environ.get("CODEX_HOME") or "~")
-        # codex initialises a sqlite state database in CODEX_HOME on start-up; several
-        # app-servers starting at once on a fresh home race on it ("failed to initialize sqlite
-        # state runtime"). Start-ups on one home are serialised in this process until one
-        # succeeded, and a start-up that lost the race to another process is retried.
-        with _home_lock(home):
-            for attempt in range(4):
-                try:
-                    conn = self._connect(options)
-                    _READY_HOMES.add(home)
-                    try:
-                        self._check_config(conn)
-                    except BaseException:
-                        conn.close()
-                        raise
-                    return conn
-                except TransportClosed as exc:
-                    if attempt == 3 or "sqlite" not in str(exc).lower():
-                        raise
-                    time.sleep(0.1 * (attempt + 1) + random.random() * 0.1)
-        raise AssertionError("unreachable")  # pragma: no cover
+        predecessor, self._predecessor = self._predecessor, None
+        if predecessor is not None and not self._shares_process(predecessor, options):
+            predecessor.close()
+            predecessor = None
+        try:
+            if self._pool is None:
+                conn: Connection = launch(self._connect, options)
+            else:
+                conn = self._place(options)
+        finally:
+            if predecessor is not None:
+                predecessor.close()
+        try:
+            self._check_config(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self.endpoint = conn.endpoint
+        return conn
 
-    def _check_config(self, conn: AppServerConnection) -> None:
+    def _shares_process(self, other: CodexSession, options: SpawnOptions) -> bool:
+        """True when this session will land on ``other``'s shared process (same launch key)."""
+        conn = other.connection
+        placement = self.settings.app_server
+        return (self._pool is not None and isinstance(conn, Channel) and conn.is_alive()
+                and (placement is None or placement.mode == SHARED)
+                and conn.shared.key == ("shared", *launch_key(options)))
+
+    def _place(self, options: SpawnOptions) -> Connection:
+        """A channel from the pool. A thread stored on a remote app-server goes back to it; if
+        that server is unreachable (and others are configured), or is no longer configured at
+        all, the session starts a fresh thread seeded with the history — and says so."""
+        assert self._pool is not None
+        wanted = self._stored_endpoint
+        conn = self._pool.channel(options, self.settings.app_server, spawn=self._connect,
+                                  endpoint=wanted, thread_id=self._stored_thread_id)
+        if wanted is not None and conn.endpoint != wanted and self._stored_thread_id:
+            self._stored_thread_id = None  # its rollout is on the server we could not reach
+            where = conn.endpoint or "a local app-server"
+            self._emit(CodexEvent(
+                "notice", f"the codex app-server {wanted} that held this conversation's thread "
+                f"is unreachable or no longer configured; continuing on {where} with a fresh "
+                "thread that carries the conversation so far"))
+        return conn
+
+    def _check_config(self, conn: Connection) -> None:
         """codex reports a ``config.toml`` it could not use ("Invalid configuration; using
         defaults") right at start-up, before ``initialize`` is answered. On its defaults it would
         talk to OpenAI — so when the user chose another provider (or the file cannot be read at
@@ -457,6 +289,11 @@ class CodexSession:
         self.config_warnings = problems
         if not problems:
             return
+        if conn.endpoint is not None:
+            # a remote server's config.toml is its operator's: shown, not judged from here
+            log.warning("the codex app-server at %s ignored its config.toml: %s", conn.endpoint,
+                        "; ".join(problems))
+            return
         home = codex_home_path(self.settings.codex_home)
         provider = chosen_provider(self.settings.codex_home, self.settings.model_provider)
         if provider is None or provider != DEFAULT_PROVIDER:
@@ -469,7 +306,7 @@ class CodexSession:
         log.warning("codex ignored %s/config.toml and uses its defaults: %s", home,
                     "; ".join(problems))
 
-    def _config_refused(self, conn: AppServerConnection, exc: ServerError) -> NoReturn:
+    def _config_refused(self, conn: Connection, exc: ServerError) -> NoReturn:
         """codex refused a thread because it cannot load ``config.toml``. Its "Invalid
         configuration" warning can arrive after ``initialize`` is answered, so it is looked for
         again; either way the turn fails with the file named, and nothing was sent."""
@@ -564,7 +401,7 @@ class CodexSession:
         if decisions is not None:
             decisions.put(None)
         if conn is not None:
-            conn.close()
+            self._let_go(conn)
 
     def _respawn(self) -> None:
         """After a turn that retired the process (it died, wedged, or its login went stale):
@@ -573,12 +410,22 @@ class CodexSession:
             conn, self._conn = self._conn, None
             if self.thread_id:
                 self._stored_thread_id = self.thread_id
+                self._stored_endpoint = self.endpoint  # the server that holds its rollout
             self.thread_id = None
             self.retired = False
             pending = self._take_pending()
         _withdraw(pending)
         if conn is not None:
-            conn.close()
+            self._let_go(conn)
+
+    def _let_go(self, conn: Connection) -> None:
+        """Close our connection or channel. After a turn that retired the session (codex died,
+        wedged, timed out), a shared app-server takes no new sessions and ends with its last
+        one: the next start gets a fresh process, the other sessions are not cut off."""
+        if self._suspect and isinstance(conn, Channel):
+            conn.shared.drain_out()
+        self._suspect = False
+        conn.close()
 
     def retire(self) -> None:
         """Mark the session unusable; the runtime replaces it before the next turn."""
@@ -636,12 +483,18 @@ class CodexSession:
         except ServerError as exc:
             result.fail(classify(None, exc.message), retire=True)
             return False
+        except EndpointError as exc:
+            text = str(exc) if not exc.hint or exc.hint in str(exc) else f"{exc} {exc.hint}"
+            result.fail(Failure(FailureKind.SETUP, redact(text), source="app_server"),
+                        retire=True)
+            return False
         except (WireError, ValueError, OSError) as exc:
             result.fail(Failure(FailureKind.SETUP, redact(str(exc))), retire=True)
             return False
         result.thread_id = self.thread_id
         result.thread_origin = self.thread_origin
         result.model = self.model
+        result.endpoint = self.endpoint
         return True
 
     def run_turn(self, user_input: Any, *, images: Sequence[str] = (),
@@ -649,8 +502,7 @@ class CodexSession:
         """Send one user message and drive the turn to its end. Never raises for anything codex
         or the process does."""
         result = TurnResult(submitted_user_text=plain_text(user_input))
-        if self.retired and not self._closed:
-            self._respawn()
+        self._replace_if_gone()
         try:
             items = to_user_input(user_input, base_dir=self.cwd, images=images)
         except InputError as exc:
@@ -678,8 +530,9 @@ class CodexSession:
             self._interrupt.clear()
             if result.should_retire:
                 self.retired = True
+                self._suspect = True
 
-    def _start_and_drive(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+    def _start_and_drive(self, result: TurnResult, conn: Connection, thread_id: str,
                          items: list[dict[str, Any]]) -> None:
         try:
             reply = self._request(conn, "turn/start", turn_start_params(
@@ -703,9 +556,21 @@ class CodexSession:
             self.model = result.model = self.settings.model  # a turn override sticks
         self._drive(result, conn, thread_id, turn_id, learn_turn=False)
 
+    def _replace_if_gone(self) -> None:
+        """Before a turn: a session a turn retired, or whose app-server went away between turns
+        (the process died, the remote server vanished), gets a fresh connection that resumes
+        its thread — the turn is not sent into a dead connection first."""
+        conn = self._conn
+        if not self._closed and (self.retired or (conn is not None and not conn.is_alive())):
+            if conn is not None and not conn.is_alive():
+                log.info("the codex app-server of thread %s went away between turns (%s); "
+                         "reconnecting", self.thread_id, conn.transport_error)
+            self._respawn()
+
     def compact(self) -> TurnResult:
         """Native compaction (``thread/compact/start``), waiting for its own turn to complete."""
         result = TurnResult()
+        self._replace_if_gone()
         try:
             if not self._start_or_fail(result, None):
                 return result
@@ -730,10 +595,11 @@ class CodexSession:
             self._interrupt.clear()
             if result.should_retire:
                 self.retired = True
+                self._suspect = True
 
     # ------------------------------------------------------------------ the loop
 
-    def _request(self, conn: AppServerConnection, method: str,
+    def _request(self, conn: Connection, method: str,
                  params: dict[str, Any]) -> dict[str, Any]:
         """A request, retried with bounded backoff and jitter while codex answers "Server
         overloaded; retry later." (-32001)."""
@@ -759,7 +625,7 @@ class CodexSession:
             detail += "\ncodex stderr (last lines):\n" + "\n".join(tail)
         return Failure(kind, detail)
 
-    def _send_interrupt(self, conn: AppServerConnection, thread_id: str, turn_id: str) -> bool:
+    def _send_interrupt(self, conn: Connection, thread_id: str, turn_id: str) -> bool:
         """``turn/interrupt``, bounded. codex briefly answers "no active turn" right after a
         steer, so a refusal is retried for a short while. True when codex took it."""
         deadline = time.monotonic() + _INTERRUPT_RETRY_WINDOW
@@ -777,7 +643,7 @@ class CodexSession:
                 log.warning("turn/interrupt failed: %s", exc)
                 return False
 
-    def _drive(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+    def _drive(self, result: TurnResult, conn: Connection, thread_id: str,
                turn_id: str | None, *, learn_turn: bool) -> None:
         settings = self.settings
         projector = Projector()
@@ -888,8 +754,9 @@ class CodexSession:
             result.thread_id = thread_id
             if result.should_retire:
                 self.retired = True
+                self._suspect = True
 
-    def _at_deadline(self, result: TurnResult, conn: AppServerConnection, thread_id: str,
+    def _at_deadline(self, result: TurnResult, conn: Connection, thread_id: str,
                      turn_id: str | None, projector: Projector, *, interrupted: bool) -> None:
         if interrupted:
             # codex took (or refused) the interrupt but never completed the turn.
@@ -1049,7 +916,7 @@ class CodexSession:
 
     # ------------------------------------------------------------------ approvals
 
-    def _answer_directly(self, conn: AppServerConnection, message: Inbound, *,
+    def _answer_directly(self, conn: Connection, message: Inbound, *,
                          in_turn: bool) -> bool:
         """Answer what needs no decision: unknown methods (``-32601``), requests with a fixed
         safe answer, and — outside a turn — approvals (declined: nobody is there to ask). True
@@ -1076,7 +943,7 @@ class CodexSession:
             return True
         return False
 
-    def _idle_message(self, conn: AppServerConnection, message: Inbound) -> None:
+    def _idle_message(self, conn: Connection, message: Inbound) -> None:
         """A message that arrived while no turn runs (on the reader thread): requests are
         answered at once; notifications have no turn to belong to."""
         if message.is_request:
@@ -1118,7 +985,7 @@ class CodexSession:
                               params=params))
         decisions.put(pending)
 
-    def _run_host_tool(self, conn: AppServerConnection, message: Inbound) -> None:
+    def _run_host_tool(self, conn: Connection, message: Inbound) -> None:
         """Run one of the host's tools for codex, on the turn's thread (the host's own tool
         context — thread-local allow-lists, approval callbacks — is the caller's), and answer.
         A tool this session did not declare, or a host that raised, is a failed call."""
@@ -1146,7 +1013,7 @@ class CodexSession:
         with contextlib.suppress(TransportClosed):
             conn.respond(message.id, output.answer())
 
-    def _begin_turn(self, conn: AppServerConnection) -> None:
+    def _begin_turn(self, conn: Connection) -> None:
         """Before a turn (or compaction) is requested: the turn loop consumes the stream again,
         and the turn gets its OWN approval thread — decisions (possibly a person at a prompt)
         run there, one at a time, so neither the reader nor the turn loop waits for them, and a
@@ -1160,7 +1027,7 @@ class CodexSession:
             self._leftover = []
         conn.set_idle_handler(None)
 
-    def _end_turn(self, conn: AppServerConnection) -> None:
+    def _end_turn(self, conn: Connection) -> None:
         """After a turn: withdraw every prompt still open for it, end its approval thread,
         answer the requests that arrived after ``turn/completed``, and answer anything that
         arrives before the next turn as it comes."""
@@ -1248,3 +1115,14 @@ def _str_or_none(value: Any) -> str | None:
 
 def _has_abort_marker(text: Any) -> bool:
     return isinstance(text, str) and any(marker in text for marker in TURN_ABORTED_MARKERS)
+
+
+__all__ = [
+    "MAX_TIMEOUT",
+    "ApprovalRequest",
+    "Cancellation",
+    "CodexEvent",
+    "CodexSession",
+    "SessionSettings",
+    "TurnResult",
+]

@@ -80,6 +80,7 @@ def _name_lookups_stay_on_the_loopback():
 
 
 REAL_MARKERS = ("real_codex", "real_hermes")
+
 _outcomes: dict[str, dict[str, int]] = {m: {"ran": 0, "skipped": 0} for m in REAL_MARKERS}
 
 
@@ -117,12 +118,17 @@ def _matrix_cell() -> tuple[str, str]:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
+    from support import APP_SERVER_MODE
+
     host, codex = _matrix_cell()
-    return f"compatibility cell: Hermes {host} x codex {codex}"
+    return f"compatibility cell: Hermes {host} x codex {codex}, app-server {APP_SERVER_MODE}"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """A matrix cell that would run on another host or codex than it names fails at once."""
+    mode = os.environ.get("HCR_APP_SERVER", "shared")
+    if mode not in ("shared", "per-session"):
+        raise pytest.UsageError(f"HCR_APP_SERVER must be shared or per-session, got {mode!r}")
     expect_host, expect_codex = (os.environ.get("HCR_EXPECT_HOST"),
                                  os.environ.get("HCR_EXPECT_CODEX"))
     if not (expect_host or expect_codex):
@@ -162,9 +168,10 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experiment
     """Factory: ``make_runtime(**host_options) -> (runtime, host)`` on the real codex binary and
     the mock provider. Every connection records what it sent; teardown closes every session and
     asserts the wire stayed clean (schema-valid, nothing codex would ignore)."""
-    from support import RecordingHost
+    from support import APP_SERVER_MODE, RecordingHost
 
     from hermes_codex_runtime.plugins import make_plugin_manager
+    from hermes_codex_runtime.pool import Placement
     from hermes_codex_runtime.runtime import CodexRuntime
     from hermes_codex_runtime.session import CodexSession, SessionSettings
     from hermes_codex_runtime.testing.wire_recorder import RecordingConnection
@@ -182,7 +189,7 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experiment
     def make(settings=None, **host_options):
         settings = settings or SessionSettings(
             codex_bin=codex_binary.path, codex_home=str(codex_home), cwd=str(workdir),
-            turn_timeout=60.0)
+            turn_timeout=60.0, app_server=Placement(APP_SERVER_MODE))
         host = RecordingHost(settings, **host_options)
         runtime = CodexRuntime(make_plugin_manager([host]),
                                session_factory=functools.partial(CodexSession,

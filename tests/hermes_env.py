@@ -42,6 +42,8 @@ def base_config(**model: Any) -> dict[str, Any]:
     """config.yaml for tests: the plugin (and the hook recorder) enabled, no lazy installs."""
     model_section = {"provider": "openai-codex", "default": "mock-model",
                      "openai_runtime": "codex_app_server", "context_length": 200000}
+    if os.environ.get("HCR_APP_SERVER", "shared") != "shared":  # make test-per-session
+        model_section["codex_app_server"] = os.environ["HCR_APP_SERVER"]
     model_section.update(model)
     return {
         "plugins": {"enabled": ["codex-runtime", "hook-recorder"]},

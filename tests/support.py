@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,11 @@ import psutil
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest, SessionSettings
+
+#: The app-server layout the suite runs in: "shared" (the default) or "per-session"
+#: (``make test-per-session``).
+APP_SERVER_MODE = os.environ.get("HCR_APP_SERVER", "shared")
+SHARED = APP_SERVER_MODE == "shared"
 
 
 def alive(pid: int) -> bool:
@@ -36,8 +42,13 @@ class RecordingHost:
                  decide: Callable[[ApprovalRequest], Any] | None = None,
                  stored: str | None = None,
                  fallback: Callable[[Any, Any], Any] | None = None,
-                 tools: Callable[[Any], Any] | None = None) -> None:
+                 tools: Callable[[Any], Any] | None = None,
+                 per_agent: bool = False) -> None:
         self.settings = settings
+        #: Bind threads per agent (as a real host binds per conversation) instead of the one
+        #: ``stored`` slot every new agent resumes.
+        self.per_agent = per_agent
+        self.by_agent: dict[int, Any] = {}
         self.tools = tools
         self.tool_calls: list[Any] = []
         self.instructions = instructions
@@ -51,6 +62,7 @@ class RecordingHost:
         self.compactions: list[Any] = []
         self.finished: list[tuple[Any, list[dict]]] = []
         self.bound: list[str] = []
+        self.endpoints: list[str | None] = []
         self.fallbacks: list[tuple[Any, Any]] = []
         self.seed_requests = 0
 
@@ -69,12 +81,19 @@ class RecordingHost:
 
     @hookimpl
     def codex_stored_thread(self, agent):
+        if self.per_agent:
+            return self.by_agent.get(id(agent))
         return self.stored
 
     @hookimpl
-    def codex_thread_bound(self, agent, thread_id):
+    def codex_thread_bound(self, agent, thread_id, endpoint):
         self.bound.append(thread_id)
-        self.stored = thread_id
+        self.endpoints.append(endpoint)
+        stored = {"thread_id": thread_id, "endpoint": endpoint} if endpoint else thread_id
+        if self.per_agent:
+            self.by_agent[id(agent)] = stored
+        else:
+            self.stored = stored
 
     @hookimpl
     def codex_approval(self, agent, request):

@@ -397,8 +397,15 @@ def test_status_lists_the_live_codex_processes(hermes):
     [mine] = [p for p in data["codex_processes"] if p["pid"] == pid]
     assert mine["owner_pid"] == os.getpid() and mine["owner_alive"] and mine["rss_mib"] > 1
     assert f"pid {pid}" in status.render(data)
+    # the app-server this Hermes process published: its sessions and threads
+    [server] = [s for s in data["app_servers"] if s["pid"] == pid]
+    assert server["kind"] == "local" and server["host_pid"] == os.getpid()
+    assert server["sessions"] == 1 and server["threads"] == 1 and server["rss_mib"] > 1
+    assert f"app-server pid {pid} (local" in status.render(data)
     agent.close()
-    assert pid not in [p["pid"] for p in status.collect()["codex_processes"]]
+    after = status.collect()
+    assert pid not in [p["pid"] for p in after["codex_processes"]]
+    assert pid not in [s["pid"] for s in after["app_servers"]]
 
 
 def test_hermes_model_choice_and_model_switch_choose_codex_model(hermes):

@@ -74,11 +74,17 @@ def test_only_the_hermes_adapter_imports_hermes():
     assert offenders == []
 
 
-def test_wire_and_protocol_do_not_import_upper_layers():
+def test_each_layer_imports_only_the_ones_below_it():
     upper = ("hermes_codex_runtime.session", "hermes_codex_runtime.runtime",
              "hermes_codex_runtime.hermes", "hermes_codex_runtime.testing",
-             "hermes_codex_runtime.cli")
+             "hermes_codex_runtime.cli", "hermes_codex_runtime.values",
+             "hermes_codex_runtime.projector")
     offenders = []
+    for path in (PACKAGE / "pool").rglob("*.py"):  # between the wire and the session
+        for name in _imports(path):
+            if name.startswith(upper):
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+    upper = (*upper, "hermes_codex_runtime.pool")
     for layer in ("wire", "protocol"):
         for path in (PACKAGE / layer).rglob("*.py"):
             for name in _imports(path):

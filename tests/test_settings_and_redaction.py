@@ -24,10 +24,46 @@ from hermes_codex_runtime.wire.redact import redact
     ({"codex_sandbox": "yolo"}, "model.codex_sandbox"),
     ({"codex_model": ""}, "model.codex_model"),
     ({"codex_model_provider": 3}, "model.codex_model_provider"),
+    ({"codex_app_server": 5}, "model.codex_app_server"),
+    ({"codex_app_server": "http://127.0.0.1:4500"}, "model.codex_app_server"),
+    ({"codex_app_server": "ws://127.0.0.1"}, "model.codex_app_server"),  # no port
+    ({"codex_app_server": "ws://bob:secret@127.0.0.1:4500"}, "model.codex_app_server"),
+    ({"codex_app_server": []}, "model.codex_app_server"),
+    ({"codex_app_server": ["ws://127.0.0.1:1", "ws://127.0.0.1:1"]}, "model.codex_app_server"),
+    ({"codex_app_server": {"url": "ws://127.0.0.1:1", "tokn": "x"}}, "model.codex_app_server"),
+    ({"codex_app_server": "shard"}, "model.codex_app_server"),
+    ({"codex_app_server_threads": 0}, "model.codex_app_server_threads"),
+    ({"codex_app_server_threads": 2.5}, "model.codex_app_server_threads"),
+    ({"codex_app_server_token_file": 7}, "model.codex_app_server_token_file"),
 ])
 def test_each_bad_value_names_its_key(model, key):
     with pytest.raises(SettingError, match=key.replace(".", r"\.")):
         plugin_settings({"model": model})
+
+
+def test_app_server_values_become_placements(tmp_path):
+    from hermes_codex_runtime.pool import PER_SESSION, SHARED
+
+    assert plugin_settings({"model": {}}).app_server is None  # shared, default caps
+    assert plugin_settings({"model": {"codex_app_server": "per-session"}}).app_server.mode == \
+        PER_SESSION
+    shared = plugin_settings({"model": {"codex_app_server_threads": 4}}).app_server
+    assert shared.mode == SHARED and shared.limits.threads_per_process == 4
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    remote = plugin_settings({"model": {
+        "codex_app_server": ["ws://127.0.0.1:4500", {"url": "unix:///run/codex.sock"}],
+        "codex_app_server_token_file": str(token)}}).app_server
+    assert remote.mode == "endpoints"
+    assert [(e.url, e.token_file) for e in remote.endpoints] == [
+        ("ws://127.0.0.1:4500", str(token)), ("unix:///run/codex.sock", str(token))]
+
+
+def test_a_token_file_that_does_not_exist_is_named(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(SettingError, match=f"token file {missing} for ws://127.0.0.1:4500"):
+        plugin_settings({"model": {"codex_app_server": "ws://127.0.0.1:4500",
+                                   "codex_app_server_token_file": str(missing)}})
 
 
 @pytest.mark.parametrize("value", [5, ["codex_app_server"], {"a": 1}])

@@ -91,6 +91,11 @@ def codex_status_text(agent: Any) -> str:
             lines.append(f"codex binary:  {where} (codex {version}, pid {conn.pid})")
     else:
         lines.append("codex thread:  none yet")
+    for server in shared_runtime().pool.snapshot():
+        where = server["endpoint"] or f"local pid {server['pid']}"
+        lines.append(f"app-server:    {where}: {server['sessions']} session(s), "
+                     f"{server['threads']} thread(s) active, {server['threads_left_loaded']} "
+                     "left loaded")
     prompt = getattr(agent, "session_prompt_tokens", 0)
     cached = getattr(agent, "session_cache_read_tokens", 0)
     lines.append(

@@ -68,7 +68,18 @@ def hermes_checks() -> tuple[list[Check], str | None, str | None]:
                             f"all {sum(s.required for s in compat.SYMBOLS)} required "
                             "symbols present"))
     checks.append(Check("host probes", OK, "; ".join(active_probes())))
+    settings = settings_or_none()
+    if settings is not None:
+        from hermes_codex_runtime.doctor import check_app_servers
+
+        checks.extend(check_app_servers(settings.app_server, APP_SERVER_FIX))
     return checks, codex_bin, codex_home
+
+
+APP_SERVER_FIX = ("Check `model.codex_app_server` (the URL) and "
+                  "`model.codex_app_server_token_file` (the file holding the server's "
+                  "`--ws-token-file` token) in ~/.hermes/config.yaml; docs/remote-app-servers.md "
+                  "shows how to run one.")
 
 
 def active_probes() -> list[str]:

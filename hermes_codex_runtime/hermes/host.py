@@ -37,6 +37,7 @@ from hermes_codex_runtime.usage import UsageReport
 log = logging.getLogger("hermes_codex_runtime.hermes")
 TURN_STATE_ATTR = "_codex_runtime_turn"
 THREAD_KEY = "codex_thread_id"
+ENDPOINT_KEY = "codex_thread_endpoint"
 
 
 @dataclass(slots=True)
@@ -114,6 +115,7 @@ class HermesHost:
             command_env_passthrough=settings.command_env_passthrough,
             client_version=_hermes_version(),
             registry_path=str(registry_path()),
+            app_server=settings.app_server,
         )
 
     @hookimpl
@@ -125,8 +127,17 @@ class HermesHost:
     # ------------------------------------------------------------------ thread binding
 
     @hookimpl
-    def codex_stored_thread(self, agent: Any) -> str | None:
-        """The codex thread bound to this Hermes session by an earlier process."""
+    def codex_stored_thread(self, agent: Any) -> Any:
+        """The codex thread bound to this Hermes session by an earlier process (with the remote
+        app-server holding it, if any)."""
+        session_id = getattr(agent, "session_id", None)
+        thread = self._stored_thread_id(agent)
+        if thread is None or not session_id:
+            return thread
+        endpoint = _stored_endpoint(agent) or _bindings().endpoint(str(session_id))
+        return {"thread_id": thread, "endpoint": endpoint} if endpoint else thread
+
+    def _stored_thread_id(self, agent: Any) -> str | None:
         session_id = getattr(agent, "session_id", None)
         if not session_id or getattr(agent, "_persist_disabled", False):
             return None  # e.g. the review fork, which shares its parent's session id
@@ -146,8 +157,9 @@ class HermesHost:
         return _bindings().get(str(session_id))
 
     @hookimpl
-    def codex_thread_bound(self, agent: Any, thread_id: str) -> None:
-        """Persist the binding with the session (after the turn's transcript is committed)."""
+    def codex_thread_bound(self, agent: Any, thread_id: str, endpoint: str | None) -> None:
+        """Persist the binding with the session (after the turn's transcript is committed), and
+        the remote app-server holding the thread, so a resume goes where its rollout is."""
         session_id = getattr(agent, "session_id", None)
         if not session_id or getattr(agent, "_persist_disabled", False):
             return
@@ -158,15 +170,18 @@ class HermesHost:
             try:
                 write(lambda conn: conn.execute(
                     "UPDATE sessions SET model_config = json_set(COALESCE(model_config, '{}'), "
-                    "'$.codex_thread_id', ?) WHERE id = ?", (thread_id, session_id)))
+                    "'$.codex_thread_id', ?, '$.codex_thread_endpoint', ?) WHERE id = ?",
+                    (thread_id, endpoint, session_id)))
                 stored = True
             except Exception:
                 _swallowed("storing the codex thread binding in state.db")
         init_config = getattr(agent, "_session_init_model_config", None)
         if isinstance(init_config, dict):
             init_config[THREAD_KEY] = thread_id  # survives a compression-rotated session id
+            init_config[ENDPOINT_KEY] = endpoint
         try:
-            _bindings().set(str(session_id), thread_id, platform=getattr(agent, "platform", ""))
+            _bindings().set(str(session_id), thread_id, platform=getattr(agent, "platform", ""),
+                            endpoint=endpoint)
         except OSError:
             if not stored:
                 log.warning("codex-runtime: could not store the codex thread binding",
@@ -320,14 +335,15 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         if callable(fire) and event.text:
             fire(event.text)
         return
+    if event.kind == "notice":
+        _warn_user(agent, f"⚠ {event.text}")
+        return
     if event.kind == "config_warning":
         # Shown where the user is (CLI line, chat message), once per conversation.
         if not getattr(agent, "_codex_config_warned", False):
             agent._codex_config_warned = True
-            warn = getattr(agent, "_emit_warning", None) or getattr(agent, "_emit_status", None)
-            if callable(warn):
-                warn(f"⚠ codex ignored its config.toml and runs on its defaults: {event.text} "
-                     "— fix it (`hermes-codex-runtime doctor` checks it).")
+            _warn_user(agent, f"⚠ codex ignored its config.toml and runs on its defaults: "
+                              f"{event.text} — fix it (`hermes-codex-runtime doctor` checks it).")
         return
     if event.kind == "interim_message":
         # Hermes' own path for mid-turn commentary (CLI, gateway, TUI); it knows whether the
@@ -621,3 +637,32 @@ def epilogue(agent: Any, turn: TurnResult, projected: list[dict[str, Any]],
                  task_id=state.effective_task_id, turn_id=turn_id, completed=ok,
                  interrupted=turn.interrupted, model=getattr(agent, "model", None),
                  platform=platform)
+
+
+def _stored_endpoint(agent: Any) -> str | None:
+    """The endpoint stored with the thread in state.db, if any."""
+    db = getattr(agent, "_session_db", None)
+    session_id = getattr(agent, "session_id", None)
+    if db is None or not hasattr(db, "get_session") or not session_id:
+        return None
+    try:
+        row = db.get_session(session_id)
+        raw = row["model_config"] if row else None
+        if raw:
+            import json
+
+            value = json.loads(raw).get(ENDPOINT_KEY)
+            return value if isinstance(value, str) and value else None
+    except Exception:
+        _swallowed("reading the codex thread's endpoint from state.db")
+    return None
+
+
+def _warn_user(agent: Any, text: str) -> None:
+    """A warning where the user is: Hermes' warning path (CLI line, chat status). ``hermes chat
+    -q`` keeps stdout machine-readable and drops status lines, so there it goes to stderr."""
+    warn = getattr(agent, "_emit_warning", None) or getattr(agent, "_emit_status", None)
+    if callable(warn):
+        warn(text)
+    if getattr(agent, "suppress_status_output", False):
+        print(text, file=sys.stderr, flush=True)

@@ -15,7 +15,15 @@ Keys (all optional):
   the codex process may inherit; by default it gets only what a process needs plus the
   credential of the model provider its ``config.toml`` selects;
 * ``model.codex_command_env_passthrough`` — names (or globs) the commands the model runs may
-  inherit; by default they get no credential at all.
+  inherit; by default they get no credential at all;
+* ``model.codex_app_server`` — where codex threads run: ``shared`` (the default: one local
+  app-server for all sessions with the same settings), ``per-session`` (a process each), or
+  remote app-servers: a URL (``ws://host:port``, ``wss://…``, ``unix:///path``) or a list of
+  them (each a URL or ``{url: …, token_file: …}``);
+* ``model.codex_app_server_token_file`` — the file holding the capability token of the remote
+  app-servers (codex's ``--ws-auth capability-token --ws-token-file``);
+* ``model.codex_app_server_threads`` — threads one local app-server carries before another
+  starts (default: 16 per CPU core).
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.
@@ -31,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.pool import PER_SESSION, SHARED, EndpointSpec, Placement, PoolLimits
 
 RUNTIME_VALUE = "codex_app_server"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
@@ -127,6 +136,7 @@ class PluginSettings:
     codex_model_provider: str | None = None
     env_passthrough: tuple[str, ...] = ()
     command_env_passthrough: tuple[str, ...] = ()
+    app_server: Placement | None = None
 
 
 def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
@@ -165,7 +175,74 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         codex_model_provider=names["codex_model_provider"],
         env_passthrough=passthrough["codex_env_passthrough"],
         command_env_passthrough=passthrough["codex_command_env_passthrough"],
+        app_server=app_server_placement(model),
     )
+
+
+APP_SERVER_KEY = "model.codex_app_server"
+
+
+def app_server_placement(model: Mapping[str, Any]) -> Placement | None:
+    """``model.codex_app_server`` (+ its token file and thread cap) as a placement; ``None``
+    for the default (shared, default caps). Raises :class:`SettingError`."""
+    value = model.get("codex_app_server")
+    token_default = model.get("codex_app_server_token_file")
+    if token_default is not None and (not isinstance(token_default, str)
+                                      or not token_default.strip()):
+        raise SettingError(f"model.codex_app_server_token_file must be the path of a file "
+                           f"holding the app-server's token, got {token_default!r}")
+    threads = model.get("codex_app_server_threads")
+    limits = PoolLimits()
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 1024:
+            raise SettingError(f"model.codex_app_server_threads must be a whole number from 1 to "
+                               f"1024, got {threads!r}")
+        limits = PoolLimits(threads_per_process=threads)
+    if value is None or value == SHARED:
+        return Placement(SHARED, limits=limits) if threads is not None else None
+    if value == PER_SESSION:
+        return Placement(PER_SESSION, limits=limits)
+    entries = value if isinstance(value, list) else [value]
+    if not entries:
+        raise SettingError(f"{APP_SERVER_KEY} is an empty list; name at least one app-server "
+                           "URL, or use 'shared'")
+    specs = [_endpoint_spec(entry, token_default) for entry in entries]
+    if len({spec.url for spec in specs}) != len(specs):
+        raise SettingError(f"{APP_SERVER_KEY} names the same URL twice")
+    return Placement("endpoints", endpoints=tuple(specs), limits=limits)
+
+
+def _endpoint_spec(entry: Any, token_default: str | None) -> EndpointSpec:
+    usage = (f"{APP_SERVER_KEY} must be 'shared', 'per-session', an app-server URL "
+             "(ws://host:port, wss://host/path or unix:///path/to/socket), or a list of URLs / "
+             "{url: ..., token_file: ...}")
+    token = token_default
+    if isinstance(entry, Mapping):
+        url = entry.get("url")
+        token = entry.get("token_file", token_default)
+        unknown = set(entry) - {"url", "token_file"}
+        if unknown:
+            raise SettingError(f"{usage}; unknown key(s) {sorted(unknown)}")
+    else:
+        url = entry
+    if not isinstance(url, str) or not url.strip():
+        raise SettingError(f"{usage}, got {entry!r}")
+    url = url.strip()
+    from hermes_codex_runtime.wire.websocket import Endpoint, EndpointError
+
+    try:
+        Endpoint.parse(url)
+    except EndpointError as exc:
+        raise SettingError(f"{APP_SERVER_KEY}: {exc}") from None
+    if token is not None:
+        if not isinstance(token, str) or not token.strip():
+            raise SettingError(f"the token_file of {url} must be a file path, got {token!r}")
+        token = os.path.expanduser(token.strip())
+        if not os.path.isfile(token):
+            raise SettingError(f"the token file {token} for {url} does not exist; write the "
+                               "app-server's capability token there (the file you passed to "
+                               "`codex app-server --ws-token-file`)")
+    return EndpointSpec(url=url, token_file=token)
 
 
 def _names(model: Mapping[str, Any], key: str) -> tuple[str, ...]:

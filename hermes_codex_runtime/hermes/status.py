@@ -73,7 +73,34 @@ def collect(limit: int = 10, session: str | None = None) -> dict[str, Any]:
 
     processes = ProcessRegistry(registry_path()).live()
     return {"hermes_home": str(hermes_home()), "codex": binary, "sessions": sessions,
-            "codex_processes": processes}
+            "codex_processes": processes, "app_servers": app_servers(processes)}
+
+
+def app_servers(processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each running Hermes process published about its app-servers (local and remote):
+    sessions and threads per server, with the local ones' RSS from the process registry. Files
+    of Hermes processes that are gone are removed."""
+    import psutil
+
+    rss = {p["pid"]: p["rss_mib"] for p in processes}
+    out: list[dict[str, Any]] = []
+    directory = hermes_home() / "codex-runtime" / "app-servers"
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+            host_pid = int(data["host_pid"])
+            servers = list(data["servers"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not psutil.pid_exists(host_pid):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        for server in servers:
+            if isinstance(server, dict):
+                out.append({**server, "host_pid": host_pid,
+                            "rss_mib": rss.get(server.get("pid"))})
+    return out
 
 
 def render(data: dict[str, Any]) -> str:
@@ -89,6 +116,13 @@ def render(data: dict[str, Any]) -> str:
         owner = "running" if proc["owner_alive"] else "GONE (reaped at the next start)"
         lines.append(f"  pid {proc['pid']}  {proc['rss_mib']} MiB  host pid {proc['owner_pid']} "
                      f"{owner}")
+    for server in data.get("app_servers") or []:
+        where = server.get("endpoint") or f"pid {server.get('pid')}"
+        memory = f", {server['rss_mib']} MiB" if server.get("rss_mib") else ""
+        lines.append(f"  app-server {where} ({server.get('kind')}{memory}): "
+                     f"{server.get('sessions')} session(s), {server.get('threads')} thread(s) "
+                     f"active, {server.get('threads_left_loaded')} left loaded — Hermes pid "
+                     f"{server.get('host_pid')}")
     if not data["sessions"]:
         lines.append("no Hermes sessions yet")
     for entry in data["sessions"]:

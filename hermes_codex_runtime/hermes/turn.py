@@ -58,7 +58,11 @@ def shared_runtime() -> CodexRuntime:
     global _runtime
     with _runtime_lock:
         if _runtime is None:
-            _runtime = CodexRuntime(make_plugin_manager([HermesHost()]))
+            from hermes_codex_runtime.hermes.settings import hermes_home
+            from hermes_codex_runtime.pool import ServerPool
+
+            _runtime = CodexRuntime(make_plugin_manager([HermesHost()]), pool=ServerPool(
+                status_dir=hermes_home() / "codex-runtime" / "app-servers"))
         return _runtime
 
 
@@ -155,6 +159,9 @@ SETUP_HINTS: dict[str, str] = {
     "codex executable, or install it with `pip install 'hermes-codex-runtime[codex]'`.",
     "codex_home": "The codex home setting is `model.codex_home` in ~/.hermes/config.yaml.",
     "codex_config": "`hermes-codex-runtime doctor` checks it.",
+    "app_server": "The app-servers are set by `model.codex_app_server` (and its token by "
+    "`model.codex_app_server_token_file`) in ~/.hermes/config.yaml; "
+    "`hermes-codex-runtime doctor` checks them.",
 }
 
 

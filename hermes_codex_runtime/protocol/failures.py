@@ -75,7 +75,8 @@ class Failure:
     info: str | None = None
     http_status: int | None = None
     #: For SETUP failures, what could not be set up: ``codex_binary``, ``codex_home``,
-    #: ``codex_config`` or ``settings`` (the host's own settings).
+    #: ``codex_config``, ``app_server`` (a remote app-server) or ``settings`` (the host's own
+    #: settings).
     source: str | None = None
 
     @property

@@ -1,0 +1,322 @@
+"""Where a session's codex thread runs: which app-server, started or connected when.
+
+Owns :class:`ServerPool` — the process-wide set of app-server connections of one runtime:
+
+* **shared** (the default): sessions with the same launch settings (codex binary, codex home,
+  environment, arguments — not the working directory, which is per thread) share one local
+  process, up to :attr:`PoolLimits.threads_per_process` threads; beyond that another process
+  starts, up to :attr:`PoolLimits.max_processes`. A process ends :attr:`PoolLimits.idle_grace`
+  seconds after its last session closed, or at :meth:`ServerPool.close`.
+* **per-session**: one process per session, ended with it (the classic layout).
+* **endpoints**: app-servers someone else runs (``ws://``/``wss://``/``unix://``, with codex's
+  own token auth). A session is placed on the endpoint with the fewest sessions of this pool and
+  stays there; resuming a thread goes to the endpoint that holds it.
+
+All three hand the session a :class:`~.shared.Channel`, so the session never knows which.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes_codex_runtime.pool.launch import launch
+from hermes_codex_runtime.pool.shared import Channel, SharedServer
+from hermes_codex_runtime.wire import AppServerConnection, SpawnOptions
+from hermes_codex_runtime.wire.files import atomic_write_json
+from hermes_codex_runtime.wire.websocket import EndpointError
+
+log = logging.getLogger(__name__)
+
+SHARED = "shared"
+PER_SESSION = "per-session"
+MODES = (SHARED, PER_SESSION)
+#: Why an endpoint could not be used that means "it is gone", not "it refused us".
+UNREACHABLE = frozenset({"refused", "timeout", "closed"})
+
+Spawner = Callable[[SpawnOptions], AppServerConnection]
+Connector = Callable[["EndpointSpec", SpawnOptions], AppServerConnection]
+
+
+def default_threads_per_process() -> int:
+    """How many threads one local app-server carries before another starts: below the knee
+    measured on this project's bench (``bench/knee.py``) — 16 concurrent turns per core."""
+    return max(8, 16 * (os.cpu_count() or 1))
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    """Caps that apply to every mode."""
+
+    threads_per_process: int = dataclasses.field(default_factory=default_threads_per_process)
+    max_processes: int = 64
+    #: A process whose sessions have left this many threads loaded takes no new sessions
+    #: (returning threads excepted) and ends with its last one, bounding what it holds.
+    recycle_after: int = 256
+    #: A shared process outlives its last session this long. 0 by default: codex keeps a thread
+    #: loaded (its writer lock held) after ``thread/unsubscribe``, so a process lingering
+    #: without sessions would keep another process (``hermes chat --resume``) from resuming them.
+    idle_grace: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSpec:
+    """A remote app-server: its URL and how to authenticate (codex's ``--ws-auth``)."""
+
+    url: str
+    token_file: str | None = None  # capability token, sent as a bearer token
+    token_env: str | None = None  # or: the name of an environment variable holding it
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """How the host wants a session's thread run (the ``app_server`` setting)."""
+
+    mode: str = SHARED  # "shared" | "per-session" | "endpoints"
+    endpoints: tuple[EndpointSpec, ...] = ()
+    limits: PoolLimits = dataclasses.field(default_factory=PoolLimits)
+
+    def __post_init__(self) -> None:
+        if self.mode not in (*MODES, "endpoints"):
+            raise ValueError(f"app-server mode must be shared, per-session or endpoints, got "
+                             f"{self.mode!r}")
+        if self.mode == "endpoints" and not self.endpoints:
+            raise ValueError("app-server endpoints mode needs at least one endpoint")
+
+
+def launch_key(options: SpawnOptions) -> tuple[Any, ...]:
+    """What must be equal for two sessions to share a local process (not the cwd: codex takes
+    the working directory per thread)."""
+    def frozen(mapping: Any) -> Any:
+        return tuple(sorted(mapping.items())) if mapping else None
+
+    return (options.codex_bin, options.codex_home, frozen(options.env),
+            frozen(options.extra_env), tuple(options.extra_args), options.client_version,
+            options.registry_path, tuple(options.provider_keys),
+            tuple(options.env_passthrough), options.experimental_api)
+
+
+_POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_pools() -> None:  # pragma: no cover - interpreter exit
+    for pool in list(_POOLS):
+        with contextlib.suppress(Exception):
+            pool.close()
+
+
+class ServerPool:
+    """The app-server connections of one runtime, and the placement of sessions on them."""
+
+    def __init__(self, *, spawn: Spawner | None = None, connect: Connector | None = None,
+                 status_dir: str | os.PathLike[str] | None = None) -> None:
+        self._spawn = spawn or AppServerConnection.spawn
+        self._connect = connect
+        #: Where this pool publishes its app-servers for ``status`` (one file per host process).
+        self._status_file = Path(status_dir) / f"{os.getpid()}.json" if status_dir else None
+        self._publish_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[Any, ...], list[SharedServer]] = {}
+        self._timers: dict[int, threading.Timer] = {}
+        self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._closed = False
+        _POOLS.add(self)
+
+    # ------------------------------------------------------------------ placement
+
+    def channel(self, options: SpawnOptions, placement: Placement | None = None, *,
+                spawn: Spawner | None = None, endpoint: str | None = None,
+                thread_id: str | None = None) -> Channel:
+        """A channel for one session: on a shared process, a process of its own, or an endpoint
+        (``endpoint``: the one that holds the session's thread, when resuming). A session that
+        will resume ``thread_id`` goes back to the process that still has it loaded. Raises what
+        starting or connecting raises (:class:`~hermes_codex_runtime.wire.WireError`)."""
+        placement = placement or Placement()
+        spawner = spawn or self._spawn
+        if placement.mode == "endpoints":
+            return self._endpoint_channel(options, placement, endpoint)
+        if placement.mode == PER_SESSION:
+            server = self._start(("per-session", id(object())),
+                                 lambda: launch(spawner, options), grace=0.0)
+            return server.open_channel()
+        key = ("shared", *launch_key(options))
+        limits = placement.limits
+        shared_options = dataclasses.replace(options, cwd=None)  # threads carry their own cwd
+        with self._placing(key):
+            with self._lock:
+                self._servers[key] = [s for s in self._servers.get(key, []) if s.ended is None]
+                for server in self._servers[key]:
+                    if not server.draining and len(server.released) >= limits.recycle_after:
+                        log.info("recycling a codex app-server that holds %d threads",
+                                 len(server.released))
+                        server.drain_out(suspect=False)
+                home = next((s for s in self._servers[key]
+                             if not s.suspect and s.holds(thread_id)), None)
+                live = [s for s in self._servers[key] if not s.draining]
+                roomy = [s for s in live if s.channel_count < limits.threads_per_process]
+                chosen = home or (min(roomy, key=lambda s: s.channel_count) if roomy else None)
+                if chosen is None and live and self._process_count() >= limits.max_processes:
+                    chosen = min(live, key=lambda s: s.channel_count)
+                    log.warning("codex app-server cap reached (%d processes): placing a "
+                                "session on a full one", limits.max_processes)
+                if chosen is not None:
+                    self._cancel_timer(chosen)
+            if chosen is not None:
+                with contextlib.suppress(Exception):
+                    return chosen.open_channel(returning=thread_id)
+            server = self._start(key, lambda: launch(spawner, shared_options),
+                                 grace=limits.idle_grace)
+            return server.open_channel()
+
+    @contextlib.contextmanager
+    def _placing(self, key: tuple[Any, ...]) -> Iterator[None]:
+        """Placement for one key runs one at a time: sessions arriving together while the first
+        process starts join it instead of starting one each."""
+        with self._lock:
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    def _endpoint_channel(self, options: SpawnOptions, placement: Placement,
+                          wanted: str | None) -> Channel:
+        if self._connect is None:
+            from hermes_codex_runtime.pool.remote import connect_endpoint
+
+            connect: Connector = connect_endpoint
+        else:
+            connect = self._connect
+        by_url = {spec.url: spec for spec in placement.endpoints}
+        with self._lock:
+            load = {url: sum(s.channel_count for s in self._servers.get(("endpoint", url), [])
+                             if s.ended is None) for url in by_url}
+        order = sorted(by_url, key=lambda url: (url != wanted, load[url], list(by_url).index(url)))
+        failure: EndpointError | None = None
+        for url in order:
+            try:
+                return self._on_endpoint(by_url[url], options, placement, connect)
+            except EndpointError as exc:
+                if exc.kind not in UNREACHABLE:
+                    raise  # a refusal (auth, TLS, not codex) is a setting to fix, not a detour
+                log.warning("codex app-server %s is unreachable: %s", url, exc)
+                failure = failure or exc
+        assert failure is not None
+        raise failure
+
+    def _on_endpoint(self, spec: EndpointSpec, options: SpawnOptions, placement: Placement,
+                     connect: Connector) -> Channel:
+        key = ("endpoint", spec.url)
+        with self._placing(key):
+            with self._lock:
+                self._servers[key] = [s for s in self._servers.get(key, []) if s.ended is None]
+                live = [s for s in self._servers[key] if not s.draining]
+                server = live[0] if live else None
+                if server is not None:
+                    self._cancel_timer(server)
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    return server.open_channel()
+            server = self._start(key, lambda: connect(spec, options),
+                                 grace=placement.limits.idle_grace)
+            return server.open_channel()
+
+    def _start(self, key: tuple[Any, ...], start: Callable[[], AppServerConnection], *,
+               grace: float) -> SharedServer:
+        conn = start()
+        server = SharedServer(conn, key=key, on_idle=lambda s: self._idle(s, grace),
+                              on_change=self._publish)
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise RuntimeError("the codex app-server pool is closed")
+            self._servers.setdefault(key, []).append(server)
+        return server
+
+    def _process_count(self) -> int:
+        return sum(1 for servers in self._servers.values() for s in servers
+                   if s.ended is None and s.conn.pid is not None)
+
+    # ------------------------------------------------------------------ ending
+
+    def _idle(self, server: SharedServer, grace: float) -> None:
+        """``server`` carries no session: end it now (per-session, endpoints' grace 0) or after
+        the grace unless a session arrives meanwhile."""
+        if grace <= 0:
+            self._retire(server)
+            return
+        timer = threading.Timer(grace, self._retire_if_idle, args=(server,))
+        timer.daemon = True
+        with self._lock:
+            self._cancel_timer(server)
+            self._timers[id(server)] = timer
+        timer.start()
+
+    def _cancel_timer(self, server: SharedServer) -> None:
+        timer = self._timers.pop(id(server), None)  # lock held by the caller
+        if timer is not None:
+            timer.cancel()
+
+    def _retire_if_idle(self, server: SharedServer) -> None:
+        with self._lock:
+            self._timers.pop(id(server), None)
+            if server.channel_count:
+                return
+        self._retire(server)
+
+    def _retire(self, server: SharedServer) -> None:
+        with self._lock:
+            servers = self._servers.get(server.key, [])
+            if server in servers:
+                servers.remove(server)
+        server.close()
+
+    def close(self) -> None:
+        """End every connection of this pool (host shutdown)."""
+        with self._lock:
+            self._closed = True
+            servers = [s for group in self._servers.values() for s in group]
+            self._servers.clear()
+            timers, self._timers = list(self._timers.values()), {}
+        for timer in timers:
+            timer.cancel()
+        for server in servers:
+            server.close()
+
+    def reopen(self) -> None:
+        """Accept sessions again after :meth:`close` (a host that closed and carries on)."""
+        with self._lock:
+            self._closed = False
+
+    # ------------------------------------------------------------------ status
+
+    def servers(self) -> Sequence[SharedServer]:
+        """Every live connection of this pool."""
+        with self._lock:
+            return [s for group in self._servers.values() for s in group if s.ended is None]
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The live connections as data (kind, pid or endpoint, sessions, threads)."""
+        return [server.describe() for server in self.servers()]
+
+    def _publish(self) -> None:
+        """Write :meth:`snapshot` to the status file (atomically), if there is one."""
+        if self._status_file is None:
+            return
+        with self._publish_lock:
+            servers = self.snapshot()
+            if not servers:
+                with contextlib.suppress(OSError):
+                    self._status_file.unlink()
+                return
+            atomic_write_json(self._status_file, {"host_pid": os.getpid(),
+                                                  "updated": time.time(), "servers": servers})

@@ -1,0 +1,407 @@
+"""One app-server connection carrying many codex threads, and each session's view of it.
+
+Owns :class:`SharedServer` (the connection, and routing BY THREAD) and :class:`Channel` (what
+one session holds: the connection's interface, narrowed to its own thread).
+
+Routing, on the connection's reader thread:
+
+* a notification or server request that names a thread goes to the channel that owns the thread
+  (in wire order: each channel has its own :class:`~hermes_codex_runtime.wire.InboundStream`);
+* one that names a thread nobody owns yet is held briefly (``thread/started`` can arrive before
+  the ``thread/start`` reply reached the session) and handed over when the thread is bound;
+  a server request for a thread nobody owns is answered at once (declined / its safe answer) —
+  nobody is there to decide, and codex must not wait;
+* one that names no thread (``configWarning``, account and rate-limit notes) goes to every
+  channel, and the ones before the first thread are replayed to each new channel (so a session
+  sees codex's start-up warnings as if the process were its own).
+
+Faults stay contained: a thread-level error is just a message on that thread's stream; only the
+connection ending (the process died, the endpoint went away) ends every channel's stream, each
+with the reason. Closing a channel unsubscribes its thread (``thread/unsubscribe``), never the
+process: the owner (:mod:`.pool`) ends the process when its last channel is gone.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hermes_codex_runtime.protocol import (
+    APPROVAL_METHODS,
+    METHOD_NOT_FOUND,
+    Decision,
+    answer_for,
+    is_known,
+    safe_answer,
+    scope_of,
+)
+from hermes_codex_runtime.wire import AppServerConnection, Inbound, TransportClosed, WireError
+from hermes_codex_runtime.wire.inbound import InboundStream, JsonObject, RequestId
+
+log = logging.getLogger(__name__)
+
+#: Messages for a thread nobody owns yet are held this long / this many, then dropped.
+UNCLAIMED_TTL = 30.0
+UNCLAIMED_PER_THREAD = 512
+UNCLAIMED_THREADS = 256
+#: Connection-level notes (no thread) from start-up, replayed to each new channel.
+STARTUP_NOTES = 64
+_THREAD_BINDING = frozenset({"thread/start", "thread/resume", "thread/fork"})
+
+
+class SharedServer:
+    """A connection and the channels (sessions) on it, routed by thread id."""
+
+    def __init__(self, conn: AppServerConnection, *, key: Any = None,
+                 on_idle: Callable[[SharedServer], None] | None = None,
+                 on_change: Callable[[], None] | None = None,
+                 unsubscribe_timeout: float = 2.0) -> None:
+        self.conn = conn
+        self.key = key
+        self._on_idle = on_idle
+        self._on_change = on_change
+        self._unsubscribe_timeout = unsubscribe_timeout
+        self._lock = threading.Lock()
+        self._channels: set[Channel] = set()
+        self._by_thread: dict[str, Channel] = {}
+        self._unclaimed: dict[str, tuple[float, collections.deque[Inbound]]] = {}
+        self._startup: collections.deque[Inbound] = collections.deque(maxlen=STARTUP_NOTES)
+        self._seen_thread = False
+        self.ended: str | None = None
+        #: Takes no new sessions; ends with its last session. ``suspect``: a session found it
+        #: wedged (nothing returns to it either); else it is being recycled (see the pool).
+        self.draining = False
+        self.suspect = False
+        #: Threads whose session left: codex keeps them loaded (their writer lock held) until
+        #: the process ends, so a session resuming one must come back to this process.
+        self.released: set[str] = set()
+        self.created = time.monotonic()
+        self.last_active = time.monotonic()
+        # what was queued on the connection before routing began (start-up notes)
+        for message in conn.drain(limit=STARTUP_NOTES):
+            self._route(message)
+        conn.set_router(self._route, on_end=self._end)
+
+    # ------------------------------------------------------------------ channels
+
+    def holds(self, thread_id: str | None) -> bool:
+        """True when ``thread_id`` is loaded in this process (bound now, or released)."""
+        return bool(thread_id) and (thread_id in self.released or thread_id in self._by_thread)
+
+    def open_channel(self, *, returning: str | None = None) -> Channel:
+        """A new channel (a session's view); ``returning``: the thread it will resume, which a
+        recycling server still accepts. Raises :class:`TransportClosed` if the connection has
+        ended or takes no new sessions."""
+        channel = Channel(self)
+        with self._lock:
+            if self.ended is not None:
+                raise TransportClosed(self.ended)
+            if self.draining and (self.suspect or not self.holds(returning)):
+                raise TransportClosed("the codex app-server takes no new sessions")
+            self._channels.add(channel)
+            for note in self._startup:
+                channel.stream.offer(note)
+            self.last_active = time.monotonic()
+        self._changed()
+        return channel
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            try:
+                self._on_change()
+            except Exception:
+                log.warning("publishing the codex app-server status failed", exc_info=True)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``status`` shows of this connection."""
+        with self._lock:
+            return {"kind": "remote" if self.conn.endpoint else "local",
+                    "pid": self.conn.pid, "endpoint": self.conn.endpoint,
+                    "sessions": len(self._channels), "threads": len(self._by_thread),
+                    "threads_left_loaded": len(self.released),
+                    "draining": self.draining, "ended": self.ended is not None}
+
+    @property
+    def channel_count(self) -> int:
+        """How many sessions hold a channel on this connection."""
+        return len(self._channels)
+
+    @property
+    def thread_ids(self) -> list[str]:
+        """The threads currently routed to a channel."""
+        with self._lock:
+            return list(self._by_thread)
+
+    def bind(self, channel: Channel, thread_id: str) -> None:
+        """Route ``thread_id`` to ``channel`` from now on, handing over what was held for it."""
+        with self._lock:
+            previous = channel.thread_id
+            if previous and self._by_thread.get(previous) is channel and previous != thread_id:
+                del self._by_thread[previous]
+            owner = self._by_thread.get(thread_id)
+            if owner is not None and owner is not channel:
+                log.warning("codex thread %s moved to another session on the same app-server",
+                            thread_id)
+            self._by_thread[thread_id] = channel
+            self.released.discard(thread_id)
+            channel.thread_id = thread_id
+            held = self._unclaimed.pop(thread_id, None)
+            if held is not None:
+                for message in held[1]:
+                    channel.stream.offer(message)
+        self._changed()
+
+    def unbind(self, channel: Channel, thread_id: str) -> None:
+        """Stop routing ``thread_id`` to ``channel`` (a resume that came back with another id)."""
+        with self._lock:
+            if self._by_thread.get(thread_id) is channel:
+                del self._by_thread[thread_id]
+            if channel.thread_id == thread_id:
+                channel.thread_id = None
+
+    def release(self, channel: Channel) -> None:
+        """``channel`` is closed: unsubscribe its thread and forget it; tell the owner when the
+        connection carries no session any more."""
+        with self._lock:
+            if channel not in self._channels:
+                return
+            self._channels.discard(channel)
+            thread_id = channel.thread_id
+            if thread_id and self._by_thread.get(thread_id) is channel:
+                del self._by_thread[thread_id]
+                self.released.add(thread_id)
+            idle = not self._channels
+            self.last_active = time.monotonic()
+        channel.stream.end("the codex session was closed")
+        if thread_id and self.ended is None and self.conn.is_alive():
+            try:
+                self.conn.request("thread/unsubscribe", {"threadId": thread_id},
+                                  timeout=self._unsubscribe_timeout)
+            except WireError as exc:
+                log.info("thread/unsubscribe %s: %s", thread_id, exc)
+        if idle and self.draining:
+            self.close()
+        if idle and self._on_idle is not None:
+            self._on_idle(self)
+        self._changed()
+
+    def drain_out(self, *, suspect: bool = True) -> None:
+        """Take no new sessions (``suspect``: not even returning ones); end the connection when
+        the last one leaves."""
+        self.draining = True
+        self.suspect = self.suspect or suspect
+
+    def close(self) -> None:
+        """Close the connection (every channel's stream ends)."""
+        self.conn.close()
+
+    # ------------------------------------------------------------------ routing
+
+    def _route(self, message: Inbound) -> None:
+        """Reader thread: deliver ``message`` to the channel(s) it belongs to."""
+        if message.is_local:
+            return
+        thread_id = scope_of(message.params).thread_id
+        with self._lock:
+            if thread_id is None:
+                if not self._seen_thread:
+                    self._startup.append(message)
+                targets = list(self._channels)
+                owner = None
+            else:
+                self._seen_thread = True
+                owner = self._by_thread.get(thread_id)
+                targets = []
+                if owner is None and not message.is_request:
+                    self._hold(thread_id, message)
+                    return
+            if owner is not None:
+                owner.stream.offer(message)
+                return
+        if message.is_request:
+            if targets:
+                targets[0].stream.offer(message)  # a thread-less request: any session answers
+            else:
+                self._answer_unowned(message)
+            return
+        for channel in targets:
+            channel.stream.offer(message)
+
+    def _hold(self, thread_id: str, message: Inbound) -> None:
+        """Keep a message for a thread not bound yet (lock held)."""
+        now = time.monotonic()
+        entry = self._unclaimed.get(thread_id)
+        if entry is None:
+            if len(self._unclaimed) >= UNCLAIMED_THREADS:
+                for stale in [t for t, (at, _) in self._unclaimed.items()
+                              if now - at > UNCLAIMED_TTL] or [next(iter(self._unclaimed))]:
+                    del self._unclaimed[stale]
+            entry = (now, collections.deque(maxlen=UNCLAIMED_PER_THREAD))
+            self._unclaimed[thread_id] = entry
+        entry[1].append(message)
+
+    def _answer_unowned(self, message: Inbound) -> None:
+        """A server request nobody can decide: its safe answer, or declined."""
+        method, request_id = message.method, message.id
+        assert request_id is not None
+        try:
+            if not is_known(method):
+                self.conn.respond_error(request_id, METHOD_NOT_FOUND,
+                                        f"method not found: {method}")
+                return
+            answer = answer_for(method, Decision.DECLINE, dict(message.params)) \
+                if method in APPROVAL_METHODS else safe_answer(method)
+            if answer is not None:
+                log.info("codex asked %s for a thread no session holds; declining", method)
+                self.conn.respond(request_id, answer)
+        except TransportClosed:
+            pass
+
+    def _end(self, reason: str) -> None:
+        """The connection ended: every channel's stream ends with the reason."""
+        with self._lock:
+            self.ended = reason
+            channels = list(self._channels)
+            self._unclaimed.clear()
+        for channel in channels:
+            channel.stream.end(reason)
+        self._changed()
+
+
+class Channel:
+    """One session's view of a shared connection: requests go out on the connection, and only
+    this session's thread's messages (plus connection-level notes) come in."""
+
+    def __init__(self, server: SharedServer) -> None:
+        self._server = server
+        self.stream = InboundStream()
+        self.thread_id: str | None = None
+        self._closed = False
+
+    # --- what the session uses of a connection
+
+    @property
+    def server_info(self) -> Any:
+        """What ``initialize`` answered on the shared connection."""
+        return self._server.conn.server
+
+    @property
+    def server(self) -> Any:
+        """Alias of :attr:`server_info` (the connection's name for it)."""
+        return self._server.conn.server
+
+    @property
+    def binary(self) -> Any:
+        """The codex binary of the shared process (``None`` for an endpoint)."""
+        return self._server.conn.binary
+
+    @property
+    def endpoint(self) -> str | None:
+        """The endpoint URL, or ``None`` for a local process."""
+        return self._server.conn.endpoint
+
+    @property
+    def shared(self) -> SharedServer:
+        """The connection this channel rides on."""
+        return self._server
+
+    @property
+    def pid(self) -> int | None:
+        """The shared app-server's process id (``None`` for an endpoint)."""
+        return self._server.conn.pid
+
+    def request(self, method: str, params: JsonObject | None = None, *,
+                timeout: float = 30.0) -> JsonObject:
+        """A request on the shared connection. Starting or resuming a thread binds it to this
+        channel (a resumed id before the request, so nothing of it is missed)."""
+        if self._closed:
+            raise TransportClosed("the codex session is closed")
+        asked = (params or {}).get("threadId") if method == "thread/resume" else None
+        if isinstance(asked, str) and asked:
+            self._server.bind(self, asked)
+        try:
+            result = self._server.conn.request(method, params, timeout=timeout)
+        except BaseException:
+            if isinstance(asked, str) and asked:
+                self._server.unbind(self, asked)
+            raise
+        if method in _THREAD_BINDING:
+            thread = result.get("thread")
+            answered = thread.get("id") if isinstance(thread, dict) else None
+            if isinstance(asked, str) and asked and answered != asked:
+                self._server.unbind(self, asked)
+            if isinstance(answered, str) and answered:
+                self._server.bind(self, answered)
+        self._server.last_active = time.monotonic()
+        return result
+
+    def notify(self, method: str, params: JsonObject | None = None) -> None:
+        """A notification on the shared connection."""
+        self._server.conn.notify(method, params)
+
+    def respond(self, request_id: RequestId, result: JsonObject) -> None:
+        """Answer a server request routed to this channel."""
+        self._server.conn.respond(request_id, result)
+
+    def respond_error(self, request_id: RequestId, code: int, message: str,
+                      data: Any = None) -> None:
+        """Answer a server request routed to this channel with an error."""
+        self._server.conn.respond_error(request_id, code, message, data)
+
+    def next_inbound(self, timeout: float | None = None) -> Inbound | None:
+        """The next message for this channel's thread (see :meth:`InboundStream.next`)."""
+        return self.stream.next(timeout)
+
+    def drain(self, limit: int = 256) -> list[Inbound]:
+        """What is already queued for this channel."""
+        return self.stream.drain(limit)
+
+    def set_idle_handler(self, handler: Callable[[Inbound], None] | None) -> None:
+        """Between turns, this channel's messages go to ``handler`` on the reader thread."""
+        self.stream.set_idle_handler(handler)
+
+    def wake(self, reason: str = "wake") -> None:
+        """Wake this channel's consumer."""
+        self.stream.wake(reason)
+
+    @property
+    def coalesced_deltas(self) -> int:
+        """Deltas joined on this channel because its consumer lagged."""
+        return self.stream.coalesced_deltas
+
+    def stderr_tail(self, lines: int = 40) -> list[str]:
+        """The shared process's stderr tail (redacted)."""
+        return self._server.conn.stderr_tail(lines)
+
+    def diagnostics(self) -> list[str]:
+        """The shared connection's non-protocol output (redacted)."""
+        return self._server.conn.diagnostics()
+
+    def is_alive(self) -> bool:
+        """True while the shared connection is up and this channel is open."""
+        return not self._closed and self._server.conn.is_alive()
+
+    @property
+    def transport_error(self) -> str | None:
+        """Why the shared connection ended, once it has."""
+        return self._server.conn.transport_error
+
+    @property
+    def returncode(self) -> int | None:
+        """The shared process's exit code once it exited."""
+        return self._server.conn.returncode
+
+    def close(self, grace: float = 1.0) -> None:
+        """End this session's use: its thread is unsubscribed; the process lives on for the
+        other sessions (the pool ends it when none is left)."""
+        del grace
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._server.release(self)

@@ -1,0 +1,330 @@
+"""One app-server shared by many sessions, on the REAL codex binary and the mock provider:
+routing by thread, faults contained to the turns they hit, caps, and the process's life.
+Each test ends with the wire checked clean (schema-valid, nothing codex would ignore)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import threading
+import time
+
+import psutil
+from support import Agent, alive
+
+from hermes_codex_runtime.hookspecs import hookimpl
+from hermes_codex_runtime.pool import PER_SESSION, SHARED, Placement, PoolLimits
+from hermes_codex_runtime.protocol import Decision, FailureKind
+from hermes_codex_runtime.session import SessionSettings
+from hermes_codex_runtime.testing import mock_provider as mp
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def settings_for(make_runtime, placement: Placement) -> SessionSettings:
+    return SessionSettings(**make_runtime.settings_defaults, cwd=str(make_runtime.workdir),
+                           turn_timeout=60.0, app_server=placement)
+
+
+def last_user_text(body) -> str:
+    last = body.get("input", [])[-1] if body.get("input") else {}
+    for part in last.get("content") or []:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            return part["text"]
+    return ""
+
+
+class PerAgent:
+    """Records, per agent name, what the hooks were told (one runtime serves them all)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.bound: dict[str, list[str]] = {}
+        self.approvals: dict[str, list[str]] = {}
+
+    @hookimpl(tryfirst=True)
+    def codex_approval(self, agent, request):
+        with self.lock:
+            self.approvals.setdefault(agent.name, []).append(request.command or "")
+        return None  # the host decides
+
+    @hookimpl
+    def codex_thread_bound(self, agent, thread_id):
+        with self.lock:
+            self.bound.setdefault(agent.name, []).append(thread_id)
+
+
+def echo_model(slow_marker: str | None = None, delay: float = 0.0):
+    """Answers each session with its own words (cross-talk is visible); ``run X`` runs a
+    command; a message containing ``slow_marker`` is answered after ``delay`` s."""
+    def reply(body):
+        last = body.get("input", [])[-1] if body.get("input") else {}
+        if last.get("type") == "function_call_output":
+            lines = [line for line in str(last.get("output")).splitlines() if line.strip()]
+            return mp.text(f"ran: {lines[-1] if lines else ''}")
+        text = last_user_text(body)
+        if text.startswith("run "):
+            return mp.exec_command(f"echo {text[4:]}", escalated=True)
+        if slow_marker and slow_marker in text:
+            return mp.text(f"echo: {text}", delay=delay)
+        return mp.text(f"echo: {text}")
+    return reply
+
+
+def test_sessions_on_one_app_server_keep_to_their_threads_through_a_kill_of_it(make_runtime,
+                                                                              mock_provider):
+    """Six agents, four turns each (approvals in them), all on ONE shared codex process. The
+    process is SIGKILLed while several third turns are in flight: only those turns fail (each a
+    classified transport failure), every agent's next turn runs on ONE new process and resumes
+    its own thread, and no answer, approval or binding ever reaches another agent."""
+    mock_provider.set_default(echo_model(slow_marker="t2", delay=2.0))
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True,
+                                  decide=lambda request: Decision.ACCEPT)
+    per_agent = PerAgent()
+    runtime.pm.register(per_agent)
+    agents = [Agent(f"a{i}") for i in range(6)]
+    results: dict[str, list] = {a.name: [] for a in agents}
+    killed = threading.Event()
+
+    def chat(agent: Agent) -> None:
+        for turn_no in range(4):
+            marker = f"{agent.name}t{turn_no}"
+            text = f"run {marker}" if turn_no == 1 else f"hello {marker}"
+            results[agent.name].append((text, runtime.run_turn(agent, text)))
+
+    def killer() -> None:
+        # once at least three slow third turns reached the provider, kill the shared process
+        if wait_for(lambda: sum("t2" in last_user_text(r) for r in mock_provider.requests) >= 3,
+                    timeout=90):
+            [conn] = make_runtime.connections
+            os.kill(conn.pid, signal.SIGKILL)
+            killed.set()
+
+    workers = [threading.Thread(target=chat, args=(a,)) for a in agents]
+    watcher = threading.Thread(target=killer)
+    watcher.start()
+    for worker in workers:
+        worker.start()
+    for worker in [*workers, watcher]:
+        worker.join(timeout=180)
+    assert not any(t.is_alive() for t in [*workers, watcher])
+    assert killed.is_set()
+    failed_in_kill = 0
+    for agent in agents:
+        name = agent.name
+        turns = results[name]
+        assert len(turns) == 4
+        for turn_no, (text, turn) in enumerate(turns):
+            if not turn.ok and turn_no in (1, 2):  # in flight when the process died
+                assert turn.failure.kind is FailureKind.TRANSPORT, turn.error
+                failed_in_kill += 1
+                continue
+            expected = f"ran: {name}t1" if turn_no == 1 else f"echo: {text}"
+            assert turn.ok and turn.final_text == expected, (name, turn_no, turn.error,
+                                                             turn.final_text)
+        assert turns[3][1].thread_origin == "resumed"  # its own thread, on the new process
+        assert len(set(per_agent.bound[name])) == 1, per_agent.bound[name]
+        assert all(c.endswith(f"echo {name}t1'") for c in per_agent.approvals.get(name, []))
+    assert failed_in_kill >= 3
+    assert len({per_agent.bound[a.name][0] for a in agents}) == 6
+    assert len(make_runtime.connections) == 2  # the killed process, and ONE replacement
+
+
+def test_one_sessions_pending_approval_never_delays_another_sessions_turn(make_runtime,
+                                                                        mock_provider):
+    mock_provider.set_default(echo_model())
+    release = threading.Event()
+    asked = threading.Event()
+
+    def decide(request):
+        asked.set()
+        release.wait(30)  # a person who takes their time
+        return Decision.ACCEPT
+
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), decide=decide,
+                                  per_agent=True)
+    slow, quick = Agent("slow"), Agent("quick")
+    runtime.run_turn(quick, "hello warm-up")  # the process is up
+    outcome = {}
+    waiting = threading.Thread(target=lambda: outcome.setdefault(
+        "slow", runtime.run_turn(slow, "run slowpoke")))
+    waiting.start()
+    assert asked.wait(30)
+    latencies = []
+    for n in range(5):
+        started = time.monotonic()
+        turn = runtime.run_turn(quick, f"hello q{n}")
+        latencies.append(time.monotonic() - started)
+        assert turn.ok and turn.final_text == f"echo: hello q{n}"
+    release.set()
+    waiting.join(60)
+    assert outcome["slow"].ok and outcome["slow"].final_text == "ran: slowpoke"
+    assert len(make_runtime.connections) == 1
+    print(f"\nquick turns while another session waits on approval: median "
+          f"{1000 * statistics.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms")
+    assert max(latencies) < 10.0  # they never waited for the 30 s approval
+
+
+def test_a_failed_turn_of_one_session_leaves_the_shared_app_server_to_the_others(
+        make_runtime, mock_provider):
+    def model(body):
+        text = last_user_text(body)
+        return mp.failed("the model broke") if "break" in text else mp.text(f"echo: {text}")
+
+    mock_provider.set_default(model)
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True)
+    broken, fine = Agent("broken"), Agent("fine")
+    assert runtime.run_turn(fine, "hello one").ok
+    failed = runtime.run_turn(broken, "break please")
+    assert not failed.ok and failed.failure is not None
+    assert failed.failure.kind is not FailureKind.TRANSPORT
+    assert runtime.run_turn(fine, "hello two").final_text == "echo: hello two"
+    again = runtime.run_turn(broken, "hello again")
+    assert again.ok and again.final_text == "echo: hello again"
+    assert len(make_runtime.connections) == 1
+
+
+def test_closing_sessions_ends_their_threads_and_the_last_one_ends_the_process(make_runtime,
+                                                                             mock_provider):
+    mock_provider.set_default(echo_model())
+    placement = Placement(SHARED, limits=PoolLimits(idle_grace=0.5))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    first, second = Agent("first"), Agent("second")
+    one = runtime.run_turn(first, "hello 1")
+    two = runtime.run_turn(second, "hello 2")
+    assert one.ok and two.ok and one.thread_id != two.thread_id
+    [conn] = make_runtime.connections
+    [server] = runtime.pool.servers()
+    assert sorted(server.thread_ids) == sorted([one.thread_id, two.thread_id])
+    runtime.close(first)
+    assert wait_for(lambda: server.thread_ids == [two.thread_id], timeout=5)
+    sent = [m.get("params") for m in conn.sent if m.get("method") == "thread/unsubscribe"]
+    assert sent == [{"threadId": one.thread_id}]
+    time.sleep(1.0)  # longer than the grace: the process still serves the other session
+    assert alive(conn.pid)
+    assert runtime.run_turn(second, "hello 3").final_text == "echo: hello 3"
+    runtime.close(second)
+    assert wait_for(lambda: not alive(conn.pid), timeout=10)
+    assert runtime.pool.servers() == []
+
+
+def test_a_full_app_server_spreads_sessions_to_another_process(make_runtime, mock_provider):
+    mock_provider.set_default(echo_model())
+    placement = Placement(SHARED, limits=PoolLimits(threads_per_process=2))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agents = [Agent(f"a{i}") for i in range(5)]
+    for agent in agents:
+        assert runtime.run_turn(agent, f"hello {agent.name}").ok
+    assert len(make_runtime.connections) == 3  # 2 + 2 + 1
+    assert sorted(s.channel_count for s in runtime.pool.servers()) == [1, 2, 2]
+
+
+def test_per_session_mode_gives_every_session_a_process_of_its_own(make_runtime,
+                                                                   mock_provider):
+    mock_provider.set_default(echo_model())
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(PER_SESSION)),
+                                  per_agent=True)
+    agents = [Agent(f"a{i}") for i in range(3)]
+    for agent in agents:
+        assert runtime.run_turn(agent, f"hello {agent.name}").ok
+    pids = [conn.pid for conn in make_runtime.connections]
+    assert len(set(pids)) == 3
+    runtime.close(agents[0])
+    assert wait_for(lambda: not alive(pids[0]), timeout=10)
+    assert all(alive(pid) for pid in pids[1:])
+
+
+def test_shared_memory_is_a_fraction_of_a_process_per_session(make_runtime, mock_provider):
+    """Eight concurrent sessions on one process vs one process each: what the process costs."""
+    mock_provider.set_default(echo_model())
+
+    def run(placement: Placement) -> int:
+        runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+        before = len(make_runtime.connections)
+        agents = [Agent(f"m{i}") for i in range(8)]
+        workers = [threading.Thread(target=runtime.run_turn, args=(a, f"hello {a.name}"))
+                   for a in agents]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        conns = make_runtime.connections[before:]
+        rss = sum(psutil.Process(c.pid).memory_info().rss for c in conns if alive(c.pid))
+        runtime.close_all()
+        return rss
+
+    shared = run(Placement(SHARED))
+    separate = run(Placement(PER_SESSION))
+    print(f"\n8 sessions: shared {shared / 2**20:.0f} MiB, per-session "
+          f"{separate / 2**20:.0f} MiB")
+    assert shared * 3 < separate
+
+
+def test_a_session_resuming_a_thread_goes_back_to_the_process_that_still_holds_it(
+        make_runtime, mock_provider):
+    """codex keeps a thread loaded after its session leaves; resuming it on another process
+    would fail ("active writer"). A full process still takes its own thread back."""
+    mock_provider.set_default(echo_model())
+    placement = Placement(SHARED, limits=PoolLimits(threads_per_process=2))
+    runtime, host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    first, second, third = Agent("first"), Agent("second"), Agent("third")
+    one = runtime.run_turn(first, "hello 1")
+    assert runtime.run_turn(second, "hello 2").ok
+    stored = host.by_agent[id(first)]
+    runtime.close(first)
+    assert runtime.run_turn(third, "hello 3").ok  # the process is full again
+    returning = Agent("first, later")
+    host.by_agent[id(returning)] = stored
+    again = runtime.run_turn(returning, "hello again")
+    assert again.ok and again.thread_origin == "resumed" and again.thread_id == one.thread_id
+    assert len(make_runtime.connections) == 1
+
+
+def test_a_process_that_holds_many_left_threads_is_recycled(make_runtime, mock_provider):
+    mock_provider.set_default(echo_model())
+    placement = Placement(SHARED, limits=PoolLimits(recycle_after=2))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agents = [Agent(f"a{i}") for i in range(3)]
+    for agent in agents:
+        assert runtime.run_turn(agent, f"hello {agent.name}").ok
+    [old] = make_runtime.connections
+    runtime.close(agents[0])
+    runtime.close(agents[1])  # two threads left loaded: time to recycle
+    fresh = Agent("fresh")
+    assert runtime.run_turn(fresh, "hello fresh").ok
+    assert len(make_runtime.connections) == 2  # the fresh session started a new process
+    assert runtime.run_turn(agents[2], "still here").final_text == "echo: still here"
+    runtime.close(agents[2])  # the recycled process ends with its last session
+    assert wait_for(lambda: not alive(old.pid), timeout=10)
+    assert runtime.run_turn(fresh, "and on").ok
+
+
+def test_an_interrupt_stops_only_its_own_turn_on_a_shared_app_server(make_runtime,
+                                                                    mock_provider):
+    mock_provider.set_default(echo_model(slow_marker="slow", delay=3.0))
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True)
+    stopped, going = Agent("stopped"), Agent("going")
+    outcome: dict[str, object] = {}
+    workers = [threading.Thread(target=lambda a=a: outcome.setdefault(
+        a.name, runtime.run_turn(a, f"slow {a.name}"))) for a in (stopped, going)]
+    for worker in workers:
+        worker.start()
+    assert wait_for(lambda: sum("slow" in last_user_text(r)
+                                for r in mock_provider.requests) >= 2, timeout=30)
+    started = time.monotonic()
+    runtime.interrupt(stopped)
+    for worker in workers:
+        worker.join(60)
+    halted, finished = outcome["stopped"], outcome["going"]
+    assert halted.interrupted and not halted.final_text
+    assert finished.ok and finished.final_text == "echo: slow going"
+    assert len(make_runtime.connections) == 1
+    assert time.monotonic() - started < 10
