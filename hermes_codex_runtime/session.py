@@ -1,64 +1,55 @@
-"""One codex thread for one host session: start or resume, the turn loop, approvals, interrupt,
-steer, compaction, and the result of every turn.
+"""One codex thread for one host session: start or resume, the turn loop, interrupt, steer,
+compaction, and the result of every turn.
 
 Owns:
 
-* **Start/resume.** A stored thread id is resumed with ``thread/resume`` carrying the current
-  developer instructions, cwd and model/provider. If codex cannot resume it ("no rollout found",
-  another id answered, another process still writing it) a fresh thread is started in the same
-  call, seeded with the host's history — never surfaced as an error. The host's system prompt goes
-  once per thread as ``developerInstructions``; the history seed is appended only on a fresh thread.
-* **The turn loop.** It blocks on the connection's ordered inbound stream (no polling interval),
+* **Start/resume.** The session gets its connection from the pool (:mod:`.pool`: a channel on a
+  shared app-server, a process of its own, or a remote endpoint). A stored thread id is resumed
+  with ``thread/resume`` carrying the current developer instructions, cwd and model/provider. If
+  codex cannot resume it ("no rollout found", another id answered, another process still writing
+  it, the endpoint that held it is gone) a fresh thread is started in the same call, seeded with
+  the host's history — never surfaced as an error. The host's system prompt goes once per thread
+  as ``developerInstructions``; the history seed is appended only on a fresh thread.
+* **The turn loop.** It blocks on its connection's ordered inbound stream (no polling interval),
   ignores other threads' and turns' notifications, projects items into host messages
   (:mod:`.projector`), folds token usage (:mod:`.usage`), and ends on THIS turn's
-  ``turn/completed`` — or at once when the process dies, or at the elapsed deadline.
-* **Approvals.** Each server request is answered with a schema-valid reply. Decisions are asked
-  of the host per request, on a worker thread, so a person deciding never blocks the stream; if the
-  turn ends (or codex resolves the request) first, the prompt is cancelled and nothing is answered
-  late. Unknown methods get ``-32601``.
-* **Failures.** Everything codex or the process does ends as a :class:`TurnResult` with a
+  ``turn/completed`` — or at once when the connection ends, or at the elapsed deadline.
+* **Server requests** go to the session's :class:`~.broker.RequestBroker` (approvals decided off
+  the stream, withdrawn when they lapse; host tools; safe answers).
+* **Failures.** Everything codex or the connection does ends as a :class:`TurnResult` with a
   classified :class:`~hermes_codex_runtime.protocol.failures.Failure`; no exception escapes.
 
-It knows nothing about any particular host: the runtime passes callables in.
+It knows nothing about any particular host: the runtime passes callables in. The values it
+exchanges with the host live in :mod:`.values`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import os
-import queue
 import random
 import re
-import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
+from hermes_codex_runtime.broker import RequestBroker
 from hermes_codex_runtime.pool import SHARED, Channel, ServerPool, launch_key
 from hermes_codex_runtime.pool.launch import launch
 from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import (
-    APPROVAL_METHODS,
-    METHOD_NOT_FOUND,
-    Decision,
     Failure,
     FailureKind,
     HostToolCall,
-    HostToolOutput,
     InputError,
-    answer_for,
-    approval_kind,
     classify,
     classify_error_notification,
     compact_start_params,
     invalid_configuration,
-    is_known,
     plain_text,
-    safe_answer,
     scope_of,
     thread_resume_params,
     thread_start_params,
@@ -67,7 +58,6 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
-from hermes_codex_runtime.protocol.answers import DYNAMIC_TOOL_CALL
 from hermes_codex_runtime.usage import UsageAccumulator
 from hermes_codex_runtime.values import (
     MAX_TIMEOUT,
@@ -112,18 +102,6 @@ _DELTA = "item/agentMessage/delta"
 _INTERRUPT_RETRY_WINDOW = 1.0
 
 
-class _Pending:
-    __slots__ = ("dropped", "method", "params", "request", "request_id")
-
-    def __init__(self, request_id: Any, method: str, params: Mapping[str, Any],
-                 request: ApprovalRequest) -> None:
-        self.request_id = request_id
-        self.method = method
-        self.params = params
-        self.request = request
-        self.dropped = False
-
-
 # codex's JSON-RPC error for a thread it will not make because config.toml cannot be loaded
 _CONFIG_REFUSED = re.compile(r"\s*(failed to load config|invalid configuration)", re.IGNORECASE)
 
@@ -161,9 +139,7 @@ class CodexSession:
         self.settings = settings or SessionSettings()
         self.developer_instructions = developer_instructions
         self._stored_thread_id = stored_thread_id
-        self._approve = approve
         self._on_event = on_event
-        self._call_tool = call_tool
         self._connect = connection_factory or AppServerConnection.spawn
         self._pool = pool
         self._stored_endpoint = stored_endpoint
@@ -180,10 +156,9 @@ class CodexSession:
         self._interrupt = threading.Event()
         self._lock = threading.RLock()
         self._active_turn: str | None = None
-        self._pending: dict[Any, _Pending] = {}
-        self._file_changes: dict[str, tuple[Mapping[str, Any], ...]] = {}
-        self._decisions: queue.SimpleQueue[_Pending | None] | None = None  # this turn's
-        self._decider: threading.Thread | None = None
+        self._broker = RequestBroker(approve=approve, emit=self._emit, call_tool=call_tool,
+                                     host_tools=lambda: self.settings.host_tools,
+                                     connection=lambda: self._conn)
         self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
         self._closed = False
         self.retired = False
@@ -395,11 +370,7 @@ class CodexSession:
             self._closed = True
             self.retired = True
             conn, self._conn = self._conn, None
-            pending = self._take_pending()
-            decisions, self._decisions = self._decisions, None
-        _withdraw(pending)
-        if decisions is not None:
-            decisions.put(None)
+        self._broker.withdraw_all()
         if conn is not None:
             self._let_go(conn)
 
@@ -413,8 +384,7 @@ class CodexSession:
                 self._stored_endpoint = self.endpoint  # the server that holds its rollout
             self.thread_id = None
             self.retired = False
-            pending = self._take_pending()
-        _withdraw(pending)
+        self._broker.withdraw_all()
         if conn is not None:
             self._let_go(conn)
 
@@ -599,6 +569,20 @@ class CodexSession:
 
     # ------------------------------------------------------------------ the loop
 
+    def _begin_turn(self, conn: Connection) -> None:
+        """Before a turn (or compaction) is requested: the turn's own approval thread."""
+        with self._lock:
+            self._leftover = []
+        self._broker.begin_turn(conn)
+
+    def _end_turn(self, conn: Connection) -> None:
+        """After a turn: its open questions are withdrawn, and what arrived after
+        ``turn/completed`` is answered (see :class:`~hermes_codex_runtime.broker.RequestBroker`)."""
+        with self._lock:
+            self._active_turn = None
+            leftover, self._leftover = self._leftover, []
+        self._broker.end_turn(conn, leftover)
+
     def _request(self, conn: Connection, method: str,
                  params: dict[str, Any]) -> dict[str, Any]:
         """A request, retried with bounded backoff and jitter while codex answers "Server
@@ -700,7 +684,7 @@ class CodexSession:
                     if message.is_local:
                         continue
                     if message.is_request:
-                        self._on_server_request(message, thread_id)
+                        self._broker.on_request(conn, message, thread_id, self._active_turn)
                         continue
                     params = message.params
                     outcome: str | None
@@ -837,10 +821,8 @@ class CodexSession:
             return "activity"
         if method == "item/started":
             item = params.get("item")
-            if isinstance(item, Mapping) and item.get("type") == "fileChange" \
-                    and isinstance(item.get("id"), str):
-                changes = tuple(c for c in item.get("changes") or () if isinstance(c, Mapping))
-                self._file_changes[item["id"]] = changes
+            if isinstance(item, Mapping):
+                self._broker.note_item(item)
             call = projector.feed(method, params)
             if call is not None:
                 for text in projector.take_interim():
@@ -891,12 +873,7 @@ class CodexSession:
                 result.fail(failure)
             return None
         if method == "serverRequest/resolved":
-            with self._lock:
-                pending = self._pending.pop(params.get("requestId"), None)
-                if pending is not None:
-                    pending.dropped = True
-            if pending is not None:
-                pending.request.cancelled.set()
+            self._broker.resolved(params.get("requestId"))
             return None
         if method == "turn/completed":
             raw_turn = params.get("turn")
@@ -916,182 +893,6 @@ class CodexSession:
 
     # ------------------------------------------------------------------ approvals
 
-    def _answer_directly(self, conn: Connection, message: Inbound, *,
-                         in_turn: bool) -> bool:
-        """Answer what needs no decision: unknown methods (``-32601``), requests with a fixed
-        safe answer, and — outside a turn — approvals (declined: nobody is there to ask). True
-        when ``message`` was answered here."""
-        method, request_id = message.method, message.id
-        assert request_id is not None
-        try:
-            if not is_known(method):
-                log.warning("codex sent an unknown request %r; answering -32601", method)
-                conn.respond_error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
-                return True
-            if method not in APPROVAL_METHODS:
-                answer = safe_answer(method)
-                assert answer is not None
-                conn.respond(request_id, answer)
-                return True
-            if not in_turn:
-                log.info("codex asked %s outside a turn; declining", method)
-                declined = answer_for(method, Decision.DECLINE, dict(message.params))
-                if declined is not None:
-                    conn.respond(request_id, declined)
-                return True
-        except TransportClosed:
-            return True
-        return False
-
-    def _idle_message(self, conn: Connection, message: Inbound) -> None:
-        """A message that arrived while no turn runs (on the reader thread): requests are
-        answered at once; notifications have no turn to belong to."""
-        if message.is_request:
-            self._answer_directly(conn, message, in_turn=False)
-        elif not message.is_local:
-            log.debug("codex notification between turns: %s", message.method)
-
-    def _on_server_request(self, message: Inbound, thread_id: str) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        with self._lock:
-            decisions = self._decisions
-        if message.method == DYNAMIC_TOOL_CALL and decisions is not None \
-                and self.settings.host_tools:
-            self._run_host_tool(conn, message)
-            return
-        if self._answer_directly(conn, message, in_turn=decisions is not None):
-            return
-        assert decisions is not None
-        method, params, request_id = message.method, message.params, message.id
-        item_id = params.get("itemId") if isinstance(params.get("itemId"), str) else None
-        request = ApprovalRequest(
-            method=method,
-            kind=approval_kind(method, params),
-            params=params,
-            thread_id=params.get("threadId") or thread_id,
-            turn_id=params.get("turnId") or self._active_turn,
-            item_id=item_id,
-            command=_command_text(params.get("command")),
-            cwd=_str_or_none(params.get("cwd")),
-            reason=_str_or_none(params.get("reason")),
-            changes=self._file_changes.get(item_id or "", ()),
-        )
-        pending = _Pending(request_id, method, params, request)
-        with self._lock:
-            self._pending[request_id] = pending
-        self._emit(CodexEvent("approval_requested", request.summary(), method=method,
-                              params=params))
-        decisions.put(pending)
-
-    def _run_host_tool(self, conn: Connection, message: Inbound) -> None:
-        """Run one of the host's tools for codex, on the turn's thread (the host's own tool
-        context — thread-local allow-lists, approval callbacks — is the caller's), and answer.
-        A tool this session did not declare, or a host that raised, is a failed call."""
-        call = HostToolCall.from_params(message.params)
-        declared = {tool.name for tool in self.settings.host_tools}
-        output = HostToolOutput(f"Unknown tool {call.tool!r}.", success=False)
-        if call.tool in declared and self._call_tool is not None:
-            try:
-                answer = self._call_tool(call)
-                if isinstance(answer, HostToolOutput):
-                    output = answer
-                elif isinstance(answer, str):
-                    output = HostToolOutput(answer)
-                else:
-                    output = HostToolOutput(f"The tool {call.tool!r} returned nothing.",
-                                            success=False)
-            except Exception as exc:
-                reason = redact(f"{type(exc).__name__}: {exc}")
-                log.warning("the host's tool %s raised: %s", call.tool, reason)
-                output = HostToolOutput(f"The tool {call.tool!r} failed: {reason}",
-                                        success=False)
-        elif call.tool not in declared:
-            log.warning("codex called tool %r, which this session did not declare", call.tool)
-        assert message.id is not None
-        with contextlib.suppress(TransportClosed):
-            conn.respond(message.id, output.answer())
-
-    def _begin_turn(self, conn: Connection) -> None:
-        """Before a turn (or compaction) is requested: the turn loop consumes the stream again,
-        and the turn gets its OWN approval thread — decisions (possibly a person at a prompt)
-        run there, one at a time, so neither the reader nor the turn loop waits for them, and a
-        prompt left over from an earlier turn can't hold this turn's first approval up."""
-        decisions: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
-        decider = threading.Thread(target=self._decide_loop, args=(decisions,),
-                                   name="codex-approvals", daemon=True)
-        decider.start()
-        with self._lock:
-            self._decisions, self._decider = decisions, decider
-            self._leftover = []
-        conn.set_idle_handler(None)
-
-    def _end_turn(self, conn: Connection) -> None:
-        """After a turn: withdraw every prompt still open for it, end its approval thread,
-        answer the requests that arrived after ``turn/completed``, and answer anything that
-        arrives before the next turn as it comes."""
-        with self._lock:
-            self._active_turn = None
-            pending = self._take_pending()
-            decisions, self._decisions = self._decisions, None
-            decider, self._decider = self._decider, None
-            leftover, self._leftover = self._leftover, []
-        _withdraw(pending)
-        if decisions is not None:
-            decisions.put(None)
-        if decider is not None:
-            decider.join(DECIDER_EXIT_WAIT)  # at once, unless a host prompt still blocks it
-        for message in leftover:
-            self._idle_message(conn, message)
-        with contextlib.suppress(Exception):
-            conn.set_idle_handler(functools.partial(self._idle_message, conn))
-
-    def _decide_loop(self, decisions: queue.SimpleQueue[_Pending | None]) -> None:
-        while True:
-            pending = decisions.get()
-            if pending is None:
-                return
-            self._decide(pending)
-
-    def _decide(self, pending: _Pending) -> None:
-        decision = Decision.DECLINE
-        if self._approve is not None and not pending.request.cancelled.is_set():
-            try:
-                decision = Decision.coerce(self._approve(pending.request))
-            except Exception:
-                log.exception("the host's approval decision raised; declining")
-                decision = Decision.DECLINE
-        answer = answer_for(pending.method, decision, dict(pending.params))
-        with self._lock:
-            if pending.dropped or self._pending.get(pending.request_id) is not pending:
-                log.info("dropping a late approval decision for request %s",
-                         pending.request_id)
-                return
-            del self._pending[pending.request_id]
-            conn = self._conn
-        if conn is None or answer is None:
-            return
-        try:
-            conn.respond(pending.request_id, answer)
-        except TransportClosed:
-            return
-        self._emit(CodexEvent("approval_answered", decision.value, method=pending.method,
-                              params=pending.params))
-
-    def _take_pending(self) -> list[_Pending]:
-        """Every open approval, marked dropped (call with the lock held; withdraw after)."""
-        pending = list(self._pending.values())
-        for item in pending:
-            item.dropped = True
-        self._pending.clear()
-        return pending
-
-
-def _withdraw(pending: Sequence[_Pending]) -> None:
-    for item in pending:
-        item.request.cancelled.set()
-
 
 def _plan_text(params: Mapping[str, Any]) -> str:
     """``2/5 done; now: <step>`` for a ``turn/plan/updated``."""
@@ -1100,17 +901,6 @@ def _plan_text(params: Mapping[str, Any]) -> str:
     current = next((str(s.get("step")) for s in steps if s.get("status") == "inProgress"), "")
     text = f"{done}/{len(steps)} done"
     return f"{text}; now: {current}" if current else text
-
-
-def _command_text(value: Any) -> str | None:
-    """The command of an approval: a string (v2), or an argv list (the legacy v1 method)."""
-    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
-        return shlex.join(value)
-    return _str_or_none(value)
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _has_abort_marker(text: Any) -> bool:
