@@ -8,6 +8,13 @@ flood scenario checks the streamed text each client's consumer received against 
 and the run fails when this project's clients lost any. The official SDK and Hermes 0.19.0 cannot
 share a venv (``packaging`` pins), so the SDK client runs from ``bench/.venv-sdk``, built on
 first use.
+
+After the per-client scenarios come the fleet scenarios (``bench/fleet.py``: N concurrent
+sessions in one Hermes process and through a gateway, per app-server layout; a remote ws endpoint
+against local stdio) and the knee of one app-server (``bench/knee.py``), stored under ``fleet``,
+``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table.
+``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` skip them; so does a ``BENCH_SCENARIOS`` that does not name
+them (``agents``, ``gateway``, ``remote``, ``knee``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # fleet, knee: also when this file is loaded by a test
+
+import fleet  # noqa: E402
+import knee  # noqa: E402
 
 from hermes_codex_runtime.generated import replace_block  # noqa: E402
 from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
@@ -38,6 +49,8 @@ from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noq
 
 CLIENTS = ["raw", "ours", "ours-agent", "hermes", "hermes-agent", "sdk"]
 SCENARIOS = ["cold", "warm", "stream", "approval", "flood", "close"]
+#: Scenarios of bench/fleet.py, and the knee (bench/knee.py).
+FLEET_SCENARIOS = list(fleet.SCENARIOS)
 SDK_VENV = ROOT / "bench" / ".venv-sdk"
 FLOOD = 50_000
 FLOOD_DELTA = "tok "
@@ -203,14 +216,30 @@ def main() -> int:
     report = summarise(results, clients, version)
     report["imports_ms"] = measure_imports(pythons)
     report["history_seed_10k_ms"] = measure_seed()
-    report["wall_s"] = time.monotonic() - started
     report["flood_delivery"] = delivery = flood_delivery(results, clients)
+    report.update(run_fleet(binary.path, wanted))
+    report["wall_s"] = time.monotonic() - started
     write(report)
     lost = [c for c in OURS if c in delivery and not delivery[c]["whole"]]
     if lost:
         print(f"FAIL: streamed text was lost in the flood by {', '.join(lost)}")
         return 1
     return 0
+
+
+def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
+    """The fleet scenarios and the knee, unless skipped (``BENCH_FLEET=0``, ``BENCH_KNEE=0``,
+    or a ``BENCH_SCENARIOS`` that names none of them): ``fleet``/``remote``/``targets``/``knee``
+    keys for the report. Targets are reported, never asserted."""
+    out: dict[str, Any] = {}
+    chosen = [s for s in FLEET_SCENARIOS if not wanted or s in wanted]
+    if os.environ.get("BENCH_FLEET", "1") != "0" and chosen:
+        print("fleet:", ", ".join(chosen), flush=True)
+        out.update(fleet.run_all(codex_bin, scenarios=chosen if wanted else None))
+    if os.environ.get("BENCH_KNEE", "1") != "0" and (not wanted or "knee" in wanted):
+        print("knee:", flush=True)
+        out["knee"] = knee.run_knee(codex_bin)
+    return out
 
 
 #: The clients whose streamed text must arrive whole (the bench fails otherwise).
@@ -335,6 +364,10 @@ def render(report: dict[str, Any]) -> str:
                      f"per run — {verdict}")
     for where, messages in report["errors"].items():
         lines.append(f"- errors in {where}: {len(messages)} (e.g. {messages[0][-200:]!r})")
+    # the second table (fleet, remote, target checks) and the knee: only in runs that have them
+    lines += fleet.render_lines(report.get("fleet"), report.get("remote"),
+                                report.get("targets", []))
+    lines += knee.render_lines(report.get("knee"))
     return "\n".join(lines) + "\n"
 
 

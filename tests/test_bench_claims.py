@@ -1,5 +1,6 @@
-"""The README's benchmark figures come from a committed run file, and the bench's flood check
-fails when streamed text is lost."""
+"""The README's benchmark figures come from a committed run file, the bench's flood check fails
+when streamed text is lost, and the fleet's target checks and the knee are judged right (a miss
+is reported as a miss)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,68 @@ def test_the_flood_check_catches_lost_text():
     assert check["ours-agent"]["whole"] is False
     assert "hermes" not in check
     assert check["raw"]["whole"] is False  # a failed run is not a whole delivery
+
+
+def _entry(rss: float, p95: float, processes: int = 1) -> dict:
+    return {"codex_processes_peak": processes, "codex_rss_peak_mib": rss,
+            "client_rss_peak_mib": 120.0, "p50_ms": p95 * 0.8, "p95_ms": p95,
+            "turns_ok": 2, "turns": 2, "error_count": 0, "errors": []}
+
+
+def test_the_fleet_target_checks_report_a_miss_as_a_miss():
+    run = bench_run()
+    fleet = {"config": {"n": [1, 8, 32], "warmup": 1, "turns": 2, "model_delay_ms": 250},
+             "agents": {
+                 "shared": {"1": _entry(140, 300), "8": _entry(180, 420),  # 1.4×: met
+                            "32": _entry(300, 900)},  # 300/140 = 2.14×: missed
+                 "per-session": {"1": _entry(140, 300), "8": _entry(1100, 330, 8),
+                                 "32": _entry(4500, 800, 32)}},  # 4500/300 = 15×: met
+             "gateway": {
+                 "shared": {"1": _entry(140, 1000), "8": _entry(170, 1600),  # 1.6×: missed
+                            "32": {"error": "timeout after 780 s"}},
+                 "per-session": {"32": _entry(4400, 2000, 32)}}}
+    remote = {"turns": 20, "local_ms": 70.0, "remote_ms": 77.0, "ratio": 1.1}
+    checks = {c["name"]: c for c in run.fleet.targets(fleet, remote)}
+    rss = checks["agents: shared codex RSS at N=32 ≤ 2× one session's"]
+    assert rss["met"] is False and rss["figure"] == 2.14
+    assert checks["agents: per-session codex RSS at N=32 ≥ 10× shared's"]["met"] is True
+    assert checks["agents: per-session codex RSS at N=32 ≥ 10× shared's"]["figure"] == 15.0
+    latency = checks["agents: shared p95 turn latency at N=8 ≤ 1.5× N=1's"]
+    assert latency["met"] is True and latency["figure"] == 1.4
+    assert checks["gateway: shared p95 turn latency at N=8 ≤ 1.5× N=1's"]["met"] is False
+    # a failed measurement is not a figure: neither met nor missed
+    assert checks["gateway: shared codex RSS at N=32 ≤ 2× one session's"]["met"] is None
+    assert checks["gateway: per-session codex RSS at N=32 ≥ 10× shared's"]["met"] is None
+    assert checks["remote: a warm turn on a loopback ws endpoint ≤ 1.2× local stdio"]["met"] \
+        is True
+    slow = run.fleet.targets(fleet, {**remote, "remote_ms": 91.0, "ratio": 1.3})[-1]
+    assert slow["met"] is False and slow["figure"] == 1.3
+    # printed plainly, with the figure
+    text = run.render({**json.loads((ROOT / "bench/results/2026-12-01.json").read_text()),
+                       "fleet": fleet, "remote": remote,
+                       "targets": run.fleet.targets(fleet, remote)})
+    assert ("- target agents: shared codex RSS at N=32 ≤ 2× one session's: MISSED — 2.14× "
+            "(300 MiB vs 140 MiB at N=1)") in text
+    assert "gateway: shared codex RSS at N=32 ≤ 2× one session's: NOT MEASURED" in text
+    assert "| agents | per-session | 32 | 32 | 4,500 | 120 | 640 | 800 | 0 |" in text
+    assert "| gateway | shared | 32 | — | — | — | — | — | failed: timeout after 780 s |" in text
+
+
+def test_the_knee_is_the_first_level_that_collapses():
+    run = bench_run()
+
+    def level(c, finished, seconds):
+        return {"c": c, "threads_started": c, "finished": finished, "turn_s": seconds,
+                "throughput": finished / seconds}
+
+    levels = [level(8, 8, 1.0), level(16, 16, 1.5), level(32, 32, 3.0), level(64, 64, 5.5),
+              level(96, 96, 20.0), level(128, 18, 60.0)]
+    knee = run.knee.analyse(levels, cores=2, default_cap=32)
+    assert knee["knee"] == 96 and knee["last_good"] == 64  # 4.8/s < half of 11.6/s
+    assert knee["knee_per_core"] == 48.0 and knee["cap_below_knee"] is True
+    assert run.knee.analyse(levels, cores=2, default_cap=128)["cap_below_knee"] is False
+    unfinished = run.knee.analyse([level(8, 8, 1.0), level(16, 15, 1.0)], 2, 32)
+    assert unfinished["knee"] == 16  # not every turn finished
+    # no collapse: safe only as far as it was tested
+    assert run.knee.analyse(levels[:2], 2, 16)["cap_below_knee"] is True
+    assert run.knee.analyse(levels[:2], 2, 32)["cap_below_knee"] is None
