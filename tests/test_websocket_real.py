@@ -12,10 +12,12 @@ import os
 import queue
 import re
 import secrets
+import shutil
 import socket
 import ssl
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -120,8 +122,8 @@ def listener(codex_binary, codex_home):
     """Factory: ``listener(listen_url, *extra_args)`` → a running :class:`Listener`."""
     started: list[Listener] = []
 
-    def start(listen: str, *extra: str) -> Listener:
-        proc = Listener(codex_binary, codex_home, listen, list(extra))
+    def start(listen: str, *extra: str, home: Path | None = None) -> Listener:
+        proc = Listener(codex_binary, home or codex_home, listen, list(extra))
         started.append(proc)
         return proc
 
@@ -392,12 +394,23 @@ def test_unix_listener_speaks_websocket_without_auth(listener, tmp_path, sockets
         assert raw.recv(1024) == b""
 
 
-def test_unix_without_a_path_listens_in_codex_home(listener, codex_home, sockets):
-    proc = listener("unix://")
-    path = codex_home / "app-server-control" / "app-server-control.sock"
-    proc.wait_for_socket(path)
-    ws = client(f"unix://{path}", sockets)
-    assert "result" in initialize(ws, Reader(ws))
+def test_unix_without_a_path_listens_in_codex_home(listener, codex_binary, mock_provider,
+                                                   sockets):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    # a unix socket path has at most 107 bytes: pytest's own tmp paths can be longer
+    short = Path(tempfile.mkdtemp(prefix="cx-", dir="/tmp"))
+    try:
+        home = prepare_codex_home(short / "h", mock_provider.base_url,
+                                  codex_bin=codex_binary.path)
+        proc = listener("unix://", home=home)
+        path = home / "app-server-control" / "app-server-control.sock"
+        proc.wait_for_socket(path)
+        ws = client(f"unix://{path}", sockets)
+        assert "result" in initialize(ws, Reader(ws))
+        proc.kill()
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
     with pytest.raises(EndpointError) as caught:
         Endpoint.parse("unix://")
     assert caught.value.kind == "bad_url" and "app-server-control.sock" in str(caught.value)
