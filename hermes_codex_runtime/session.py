@@ -479,7 +479,7 @@ class CodexSession:
             result.fail(Failure(FailureKind.INPUT, str(exc)), retire=False)
             return result
         try:
-            if not self._start_or_fail(result, history_seed):
+            if not self._start_held(result, history_seed):
                 return result
             if self.config_warnings and not self._warned_config:
                 self._warned_config = True  # once per session
@@ -497,10 +497,30 @@ class CodexSession:
                 self._end_turn(conn)
             return result
         finally:
+            self._unhold()
             self._interrupt.clear()
             if result.should_retire:
                 self.retired = True
                 self._suspect = True
+
+    def _start_held(self, result: TurnResult, seed: SeedProvider | None) -> bool:
+        """Start (or reuse) the connection and hold it for the turn, so the pool's idle reaper
+        never parks it mid-turn. A channel parked just before is replaced (once)."""
+        for _ in range(2):
+            if not self._start_or_fail(result, seed):
+                return False
+            conn = self._conn
+            if not isinstance(conn, Channel) or conn.hold():
+                return True
+            self._respawn()  # parked between the check and now: reconnect and resume
+        result.fail(Failure(FailureKind.TRANSPORT, "the codex connection was closed while the "
+                            "turn was starting"), retire=False)
+        return False
+
+    def _unhold(self) -> None:
+        conn = self._conn
+        if isinstance(conn, Channel):
+            conn.unhold()
 
     def _start_and_drive(self, result: TurnResult, conn: Connection, thread_id: str,
                          items: list[dict[str, Any]]) -> None:
@@ -542,7 +562,7 @@ class CodexSession:
         result = TurnResult()
         self._replace_if_gone()
         try:
-            if not self._start_or_fail(result, None):
+            if not self._start_held(result, None):
                 return result
             conn, thread_id = self._conn, self.thread_id
             assert conn is not None and thread_id is not None
@@ -562,6 +582,7 @@ class CodexSession:
                 self._end_turn(conn)
             return result
         finally:
+            self._unhold()
             self._interrupt.clear()
             if result.should_retire:
                 self.retired = True

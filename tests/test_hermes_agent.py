@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 
@@ -336,6 +337,11 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert "codex 0.163" in text or "codex 0." in text
     assert "input 80 (cached 20, uncached 60)" in text
     assert "context:" in text and "190000" in text
+    from hermes_codex_runtime.hermes.turn import shared_runtime
+
+    pid = shared_runtime().session_for(agent).connection.pid
+    assert re.search(rf"app-server: +local pid {pid}: \d+ session\(s\), \d+ thread\(s\) "
+                     "active", text), text
 
 
 def test_the_model_codex_ran_is_recorded_not_hermes_configured_name(hermes, caplog):

@@ -328,3 +328,36 @@ def test_an_interrupt_stops_only_its_own_turn_on_a_shared_app_server(make_runtim
     assert finished.ok and finished.final_text == "echo: slow going"
     assert len(make_runtime.connections) == 1
     assert time.monotonic() - started < 10
+
+
+def test_an_idle_session_is_parked_and_its_next_turn_resumes_its_thread(make_runtime,
+                                                                        mock_provider):
+    """The idle reaper closes a session's channel after ``idle_session`` seconds between turns
+    (its process ends with its last session); the next turn reconnects and resumes."""
+    mock_provider.set_default(echo_model(slow_marker="slow", delay=1.5))
+    placement = Placement(SHARED, limits=PoolLimits(idle_session=0.4))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agent = Agent("sleepy")
+    first = runtime.run_turn(agent, "slow one")  # longer than the idle limit: never parked
+    assert first.ok and first.final_text == "echo: slow one"
+    [conn] = make_runtime.connections
+    assert wait_for(lambda: not alive(conn.pid), timeout=10)  # parked, and the process ended
+    second = runtime.run_turn(agent, "hello two")
+    assert second.ok and second.thread_origin == "resumed"
+    assert second.thread_id == first.thread_id
+    assert len(make_runtime.connections) == 2
+
+
+def test_the_process_cap_parks_the_session_idle_longest(make_runtime, mock_provider):
+    mock_provider.set_default(echo_model())
+    placement = Placement(PER_SESSION, limits=PoolLimits(max_processes=2, idle_session=0))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agents = [Agent(f"a{i}") for i in range(3)]
+    first = {a.name: runtime.run_turn(a, f"hello {a.name}") for a in agents}
+    pids = [c.pid for c in make_runtime.connections]
+    assert wait_for(lambda: not alive(pids[0]), timeout=10)  # a0 made room for a2
+    assert sum(alive(pid) for pid in pids) == 2
+    back = runtime.run_turn(agents[0], "hello again")
+    assert back.ok and back.thread_origin == "resumed"
+    assert back.thread_id == first["a0"].thread_id
+    assert wait_for(lambda: not alive(pids[1]), timeout=10)  # now a1 was idle longest

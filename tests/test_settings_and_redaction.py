@@ -35,6 +35,9 @@ from hermes_codex_runtime.wire.redact import redact
     ({"codex_app_server_threads": 0}, "model.codex_app_server_threads"),
     ({"codex_app_server_threads": 2.5}, "model.codex_app_server_threads"),
     ({"codex_app_server_token_file": 7}, "model.codex_app_server_token_file"),
+    ({"codex_app_server_max_processes": 0}, "model.codex_app_server_max_processes"),
+    ({"codex_app_server_idle": -1}, "model.codex_app_server_idle"),
+    ({"codex_app_server_idle": float("inf")}, "model.codex_app_server_idle"),
 ])
 def test_each_bad_value_names_its_key(model, key):
     with pytest.raises(SettingError, match=key.replace(".", r"\.")):
@@ -47,8 +50,11 @@ def test_app_server_values_become_placements(tmp_path):
     assert plugin_settings({"model": {}}).app_server is None  # shared, default caps
     assert plugin_settings({"model": {"codex_app_server": "per-session"}}).app_server.mode == \
         PER_SESSION
-    shared = plugin_settings({"model": {"codex_app_server_threads": 4}}).app_server
+    shared = plugin_settings({"model": {"codex_app_server_threads": 4,
+                                        "codex_app_server_max_processes": 3,
+                                        "codex_app_server_idle": 0}}).app_server
     assert shared.mode == SHARED and shared.limits.threads_per_process == 4
+    assert shared.limits.max_processes == 3 and shared.limits.idle_session == 0
     token = tmp_path / "token"
     token.write_text("t0ken\n")
     remote = plugin_settings({"model": {

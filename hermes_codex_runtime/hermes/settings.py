@@ -23,7 +23,11 @@ Keys (all optional):
 * ``model.codex_app_server_token_file`` — the file holding the capability token of the remote
   app-servers (codex's ``--ws-auth capability-token --ws-token-file``);
 * ``model.codex_app_server_threads`` — threads one local app-server carries before another
-  starts (default: 16 per CPU core).
+  starts (default: 16 per CPU core);
+* ``model.codex_app_server_max_processes`` — local app-servers at most (default 64); at the cap
+  the session idle the longest is parked to make room;
+* ``model.codex_app_server_idle`` — seconds after which an idle session is parked (its thread
+  is resumed on its next turn); default 900, ``0`` never.
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.
@@ -31,6 +35,7 @@ deep inside a turn.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
@@ -191,15 +196,26 @@ def app_server_placement(model: Mapping[str, Any]) -> Placement | None:
                                       or not token_default.strip()):
         raise SettingError(f"model.codex_app_server_token_file must be the path of a file "
                            f"holding the app-server's token, got {token_default!r}")
-    threads = model.get("codex_app_server_threads")
-    limits = PoolLimits()
-    if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 1024:
-            raise SettingError(f"model.codex_app_server_threads must be a whole number from 1 to "
-                               f"1024, got {threads!r}")
-        limits = PoolLimits(threads_per_process=threads)
+    changes: dict[str, Any] = {}
+    for key, field, low, high in (("codex_app_server_threads", "threads_per_process", 1, 1024),
+                                  ("codex_app_server_max_processes", "max_processes", 1, 4096)):
+        number = model.get(key)
+        if number is None:
+            continue
+        if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+            raise SettingError(f"model.{key} must be a whole number from {low} to {high}, got "
+                               f"{number!r}")
+        changes[field] = number
+    idle = model.get("codex_app_server_idle")
+    if idle is not None:
+        if isinstance(idle, bool) or not isinstance(idle, int | float) \
+                or not math.isfinite(idle) or not 0 <= idle <= MAX_TURN_TIMEOUT:
+            raise SettingError(f"model.codex_app_server_idle must be seconds from 0 (never park) "
+                               f"to {MAX_TURN_TIMEOUT}, got {idle!r}")
+        changes["idle_session"] = float(idle)
+    limits = dataclasses.replace(PoolLimits(), **changes)
     if value is None or value == SHARED:
-        return Placement(SHARED, limits=limits) if threads is not None else None
+        return Placement(SHARED, limits=limits) if changes else None
     if value == PER_SESSION:
         return Placement(PER_SESSION, limits=limits)
     entries = value if isinstance(value, list) else [value]

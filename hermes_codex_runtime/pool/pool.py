@@ -63,6 +63,9 @@ class PoolLimits:
     #: A process whose sessions have left this many threads loaded takes no new sessions
     #: (returning threads excepted) and ends with its last one, bounding what it holds.
     recycle_after: int = 256
+    #: A session idle this long is parked: its channel closes (a per-session process ends) and
+    #: its next turn reconnects and resumes its thread. ``0`` never parks.
+    idle_session: float = 900.0
     #: A shared process outlives its last session this long. 0 by default: codex keeps a thread
     #: loaded (its writer lock held) after ``thread/unsubscribe``, so a process lingering
     #: without sessions would keep another process (``hermes chat --resume``) from resuming them.
@@ -130,6 +133,9 @@ class ServerPool:
         self._servers: dict[tuple[Any, ...], list[SharedServer]] = {}
         self._timers: dict[int, threading.Timer] = {}
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._reaper: threading.Thread | None = None
+        self._idle_limit: float | None = None
+        self._stop = threading.Event()
         self._closed = False
         _POOLS.add(self)
 
@@ -146,7 +152,10 @@ class ServerPool:
         spawner = spawn or self._spawn
         if placement.mode == "endpoints":
             return self._endpoint_channel(options, placement, endpoint)
+        self._ensure_reaper(placement.limits)
         if placement.mode == PER_SESSION:
+            if self._process_count() >= placement.limits.max_processes:
+                self._park_least_recent()  # the cap: an idle session makes room
             server = self._start(("per-session", id(object())),
                                  lambda: launch(spawner, options), grace=0.0)
             return server.open_channel()
@@ -242,6 +251,54 @@ class ServerPool:
             self._servers.setdefault(key, []).append(server)
         return server
 
+    # ------------------------------------------------------------------ idle sessions
+
+    def _ensure_reaper(self, limits: PoolLimits) -> None:
+        """Start the idle reaper once (a daemon thread, woken every tenth of the idle limit)."""
+        if limits.idle_session <= 0:
+            return
+        with self._lock:
+            self._idle_limit = min(self._idle_limit or limits.idle_session,
+                                   limits.idle_session)
+            if self._reaper is not None:
+                return
+            self._reaper = threading.Thread(target=self._reap_loop, args=(self._stop,),
+                                            name="codex-pool-reaper", daemon=True)
+        self._reaper.start()
+
+    def _reap_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(max(0.05, min(30.0, (self._idle_limit or 60.0) / 10))):
+            try:
+                self.park_idle(self._idle_limit or 0.0)
+            except Exception:
+                log.warning("parking idle codex sessions failed", exc_info=True)
+
+    def park_idle(self, older_than: float) -> int:
+        """Park every session idle longer than ``older_than`` seconds; returns how many."""
+        if older_than <= 0:
+            return 0
+        now = time.monotonic()
+        parked = 0
+        for server in self.servers():
+            for channel in server.channels():
+                if channel.idle and now - channel.idle_since >= older_than and channel.park():
+                    log.info("parked a codex session idle for %.0fs (thread %s)",
+                             now - channel.idle_since, channel.thread_id)
+                    parked += 1
+        return parked
+
+    def _park_least_recent(self) -> bool:
+        """Park the session idle the longest (the process cap is reached); False when every
+        session is in a turn (then the cap is exceeded, with a warning — a turn never fails for
+        it)."""
+        idle = [c for s in self.servers() for c in s.channels() if c.idle]
+        for channel in sorted(idle, key=lambda c: c.idle_since):
+            if channel.park():
+                return True
+        log.warning("codex process cap reached and every session is in a turn: starting one "
+                    "more")
+        return False
+
     def _process_count(self) -> int:
         return sum(1 for servers in self._servers.values() for s in servers
                    if s.ended is None and s.conn.pid is not None)
@@ -282,8 +339,10 @@ class ServerPool:
 
     def close(self) -> None:
         """End every connection of this pool (host shutdown)."""
+        self._stop.set()
         with self._lock:
             self._closed = True
+            self._reaper = None
             servers = [s for group in self._servers.values() for s in group]
             self._servers.clear()
             timers, self._timers = list(self._timers.values()), {}
@@ -296,6 +355,7 @@ class ServerPool:
         """Accept sessions again after :meth:`close` (a host that closed and carries on)."""
         with self._lock:
             self._closed = False
+            self._stop = threading.Event()
 
     # ------------------------------------------------------------------ status
 

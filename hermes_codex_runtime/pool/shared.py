@@ -131,6 +131,11 @@ class SharedServer:
         """How many sessions hold a channel on this connection."""
         return len(self._channels)
 
+    def channels(self) -> list[Channel]:
+        """The channels on this connection."""
+        with self._lock:
+            return list(self._channels)
+
     @property
     def thread_ids(self) -> list[str]:
         """The threads currently routed to a channel."""
@@ -282,7 +287,44 @@ class Channel:
         self.stream = InboundStream()
         self.thread_id: str | None = None
         self._closed = False
+        self._lock = threading.Lock()
+        self._held = False  # a turn runs on it: never parked
+        #: Closed by the pool while its session was idle (the session reconnects and resumes).
+        self.parked = False
+        self.idle_since = time.monotonic()
 
+    # --- the pool's idle reaper
+
+    def hold(self) -> bool:
+        """A turn starts: this channel may not be parked until :meth:`unhold`. False when it was
+        parked (or closed) already — the session reconnects first."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._held = True
+            return True
+
+    def unhold(self) -> None:
+        """The turn ended: the channel is idle from now."""
+        with self._lock:
+            self._held = False
+            self.idle_since = time.monotonic()
+
+    @property
+    def idle(self) -> bool:
+        """True between turns."""
+        return not self._held and not self._closed
+
+    def park(self) -> bool:
+        """Close this channel if its session is between turns (the reaper's move); the session's
+        next turn reconnects and resumes its thread. True when parked."""
+        with self._lock:
+            if self._held or self._closed:
+                return False
+            self._closed = True
+            self.parked = True
+        self._server.release(self)
+        return True
     # --- what the session uses of a connection
 
     @property
@@ -400,8 +442,9 @@ class Channel:
         """End this session's use: its thread is unsubscribed; the process lives on for the
         other sessions (the pool ends it when none is left)."""
         del grace
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         with contextlib.suppress(Exception):
             self._server.release(self)
