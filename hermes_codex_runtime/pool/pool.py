@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import threading
@@ -133,6 +134,7 @@ class ServerPool:
         self._servers: dict[tuple[Any, ...], list[SharedServer]] = {}
         self._timers: dict[int, threading.Timer] = {}
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._serial = itertools.count(1)
         self._reaper: threading.Thread | None = None
         self._idle_limit: float | None = None
         self._stop = threading.Event()
@@ -154,9 +156,11 @@ class ServerPool:
             return self._endpoint_channel(options, placement, endpoint)
         self._ensure_reaper(placement.limits)
         if placement.mode == PER_SESSION:
-            if self._process_count() >= placement.limits.max_processes:
+            with self._lock:
+                full = self._process_count() >= placement.limits.max_processes
+            if full:
                 self._park_least_recent()  # the cap: an idle session makes room
-            server = self._start(("per-session", id(object())),
+            server = self._start(("per-session", next(self._serial)),
                                  lambda: launch(spawner, options), grace=0.0)
             return server.open_channel()
         key = ("shared", *launch_key(options))
@@ -300,6 +304,7 @@ class ServerPool:
         return False
 
     def _process_count(self) -> int:
+        """Live local processes (call with the lock held)."""
         return sum(1 for servers in self._servers.values() for s in servers
                    if s.ended is None and s.conn.pid is not None)
 
