@@ -361,3 +361,46 @@ def test_the_process_cap_parks_the_session_idle_longest(make_runtime, mock_provi
     assert back.ok and back.thread_origin == "resumed"
     assert back.thread_id == first["a0"].thread_id
     assert wait_for(lambda: not alive(pids[1]), timeout=10)  # now a1 was idle longest
+
+
+def test_a_hung_turn_and_a_flood_on_the_shared_app_server_never_hold_up_another_session(
+        make_runtime, mock_provider):
+    """While one session's turn hangs (the model does not answer for 20 s) and another's
+    streams 50,000 deltas, a third session's turns on the same process complete promptly."""
+    flood_text = "".join(f"w{i} " for i in range(50_000))
+
+    def model(body):
+        text = last_user_text(body)
+        if "hang" in text:
+            return mp.text("woke up", delay=20.0)
+        if "flood" in text:
+            return mp.text(flood_text, deltas=50_000)
+        return mp.text(f"echo: {text}")
+
+    mock_provider.set_default(model)
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True)
+    hung, flooder, quick = Agent("hung"), Agent("flooder"), Agent("quick")
+    assert runtime.run_turn(quick, "hello warm-up").ok
+    outcome: dict[str, object] = {}
+    workers = [threading.Thread(target=lambda a=a, t=t: outcome.setdefault(
+        a.name, runtime.run_turn(a, t))) for a, t in ((hung, "hang on"), (flooder, "flood me"))]
+    for worker in workers:
+        worker.start()
+    assert wait_for(lambda: sum(("hang" in last_user_text(r)) or ("flood" in last_user_text(r))
+                                for r in mock_provider.requests) >= 2, timeout=30)
+    latencies = []
+    for n in range(5):
+        started = time.monotonic()
+        turn = runtime.run_turn(quick, f"hello q{n}")
+        latencies.append(time.monotonic() - started)
+        assert turn.ok and turn.final_text == f"echo: hello q{n}"
+    hung_still_running = "hung" not in outcome
+    runtime.interrupt(hung)
+    for worker in workers:
+        worker.join(60)
+    assert hung_still_running  # the quick turns did not wait for it
+    assert outcome["flooder"].ok and outcome["flooder"].final_text == flood_text
+    assert len(make_runtime.connections) == 1
+    print(f"\nquick turns beside a hung turn and a 50,000-delta flood: median "
+          f"{1000 * statistics.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms")
+    assert max(latencies) < 10.0
