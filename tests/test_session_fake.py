@@ -385,14 +385,19 @@ def test_the_binary_removed_between_two_turns_is_a_setup_failure(fake_codex, tmp
     try:
         assert runtime.run_turn(agent, "one").final_text == "first"
         binary.unlink()  # an upgrade removed it, or a cleanup ran
-        os.kill(runtime.session_for(agent).connection.pid, signal.SIGKILL)
-        second = runtime.run_turn(agent, "two")  # the dead process is noticed and retired
-        third = runtime.run_turn(agent, "three")  # respawning finds no binary
+        connection = runtime.session_for(agent).connection
+        os.kill(connection.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while connection.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # the dead process is noticed before the turn is sent: reconnecting finds no binary
+        second = runtime.run_turn(agent, "two")
+        third = runtime.run_turn(agent, "three")  # and again, with the same clear message
     finally:
         runtime.close_all()
-    assert second.failure is not None and second.failure.kind is FailureKind.TRANSPORT
-    assert third.failure is not None and third.failure.kind is FailureKind.SETUP
-    assert "does not exist" in third.error and "codex binary setting" in third.error
+    for turn in (second, third):
+        assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
+        assert "does not exist" in turn.error and "codex binary setting" in turn.error
 
 
 def test_requests_after_turn_completed_and_between_turns_are_answered(fake_runtime, fake_codex):
