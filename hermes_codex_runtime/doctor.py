@@ -269,11 +269,17 @@ def run(*, as_json: bool = False, hermes: bool = True) -> int:
 
         host_checks, codex_bin, codex_home = diagnose.hermes_checks()
         settings = diagnose.settings_or_none()
-        checks.extend(codex_checks(
-            codex_bin, codex_home,
-            model_provider=settings.codex_model_provider if settings else None,
-            passthrough=settings.env_passthrough if settings else (),
-            command_passthrough=settings.command_env_passthrough if settings else ()))
+        placement = settings.app_server if settings else None
+        if placement is not None and placement.mode == "endpoints":
+            # codex, its home, login and config are the servers' (checked below, per endpoint)
+            checks.append(Check("local codex", OK, "not used: sessions run on the remote "
+                                "app-servers of model.codex_app_server"))
+        else:
+            checks.extend(codex_checks(
+                codex_bin, codex_home,
+                model_provider=settings.codex_model_provider if settings else None,
+                passthrough=settings.env_passthrough if settings else (),
+                command_passthrough=settings.command_env_passthrough if settings else ()))
         checks.extend(host_checks)
     else:
         checks.extend(codex_checks(None, None))

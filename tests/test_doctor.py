@@ -186,3 +186,22 @@ def test_doctor_names_the_codex_versions_tested_and_how_it_meets_this_host(setup
     assert ("run by Hermes" in probes) is host_fallback
     assert ("approval helpers from tools.approval_context" in probes) is (
         not hasattr(approval, "_fire_approval_hook"))
+
+
+def test_remote_app_servers_are_checked_and_no_local_codex_is_needed(tmp_path, codex_binary,
+                                                                     mock_provider):
+    """With only remote app-servers, doctor reaches each with its token and does not ask for a
+    local codex home or login."""
+    from hermes_codex_runtime.testing.remote_server import RemoteAppServer
+
+    with RemoteAppServer(tmp_path / "east", mock_provider.base_url,
+                         codex_bin=codex_binary.path) as east:
+        home = tmp_path / "hermes-home"
+        write_hermes_home(home, base_config(codex_app_server=east.url,
+                                            codex_app_server_token_file=str(east.token_file)))
+        status, checks = doctor(home, CODEX_HOME=str(tmp_path / "no-codex-home-here"))
+    assert status == 0, checks
+    assert checks["local codex"]["status"] == "ok"
+    assert "CODEX_HOME" not in checks and "codex login" not in checks
+    assert checks["app-server"]["status"] == "ok" and east.url in checks["app-server"]["detail"]
+    assert east.token not in json.dumps(checks)

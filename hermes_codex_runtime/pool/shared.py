@@ -80,8 +80,6 @@ class SharedServer:
         #: Threads whose session left: codex keeps them loaded (their writer lock held) until
         #: the process ends, so a session resuming one must come back to this process.
         self.released: set[str] = set()
-        self.created = time.monotonic()
-        self.last_active = time.monotonic()
         # what was queued on the connection before routing began (start-up notes)
         for message in conn.drain(limit=STARTUP_NOTES):
             self._route(message)
@@ -106,7 +104,6 @@ class SharedServer:
             self._channels.add(channel)
             for note in self._startup:
                 channel.stream.offer(note)
-            self.last_active = time.monotonic()
         self._changed()
         return channel
 
@@ -181,7 +178,6 @@ class SharedServer:
                 del self._by_thread[thread_id]
                 self.released.add(thread_id)
             idle = not self._channels
-            self.last_active = time.monotonic()
         channel.stream.end("the codex session was closed")
         if thread_id and self.ended is None and self.conn.is_alive():
             try:
@@ -328,13 +324,8 @@ class Channel:
     # --- what the session uses of a connection
 
     @property
-    def server_info(self) -> Any:
-        """What ``initialize`` answered on the shared connection."""
-        return self._server.conn.server
-
-    @property
     def server(self) -> Any:
-        """Alias of :attr:`server_info` (the connection's name for it)."""
+        """What ``initialize`` answered on the shared connection."""
         return self._server.conn.server
 
     @property
@@ -379,7 +370,6 @@ class Channel:
                 self._server.unbind(self, asked)
             if isinstance(answered, str) and answered:
                 self._server.bind(self, answered)
-        self._server.last_active = time.monotonic()
         return result
 
     def notify(self, method: str, params: JsonObject | None = None) -> None:
