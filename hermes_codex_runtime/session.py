@@ -363,16 +363,20 @@ class CodexSession:
             self.model = model
 
     def close(self) -> None:
-        """Cancel pending approvals and close the app-server (its whole process tree)."""
+        """Cancel pending approvals and close the app-server (its whole process tree), and the
+        session this one replaced if it never got to (no turn started)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self.retired = True
             conn, self._conn = self._conn, None
+            predecessor, self._predecessor = self._predecessor, None
         self._broker.withdraw_all()
         if conn is not None:
             self._let_go(conn)
+        if predecessor is not None:
+            predecessor.close()
 
     def _respawn(self) -> None:
         """After a turn that retired the process (it died, wedged, or its login went stale):

@@ -404,3 +404,21 @@ def test_a_hung_turn_and_a_flood_on_the_shared_app_server_never_hold_up_another_
     print(f"\nquick turns beside a hung turn and a 50,000-delta flood: median "
           f"{1000 * statistics.median(latencies):.0f} ms, max {1000 * max(latencies):.0f} ms")
     assert max(latencies) < 10.0
+
+
+def test_a_replaced_session_ends_even_if_its_successor_never_starts(make_runtime, mock_provider):
+    """Changed settings replace a session; the old one hands its thread over when the new one
+    starts — or ends with the runtime if the new one never does (bad input, say)."""
+    import dataclasses
+
+    mock_provider.set_default(echo_model())
+    placement = Placement(SHARED)
+    runtime, host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agent = Agent("changer")
+    assert runtime.run_turn(agent, "hello 1").ok
+    [conn] = make_runtime.connections
+    host.settings = dataclasses.replace(host.settings, turn_timeout=61.0)
+    bad = runtime.run_turn(agent, {"not": "input"})  # fails before any connection is made
+    assert not bad.ok
+    runtime.close(agent)  # the agent is done: nothing of it may keep the process alive
+    assert wait_for(lambda: not alive(conn.pid), timeout=10)
