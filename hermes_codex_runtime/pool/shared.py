@@ -401,11 +401,6 @@ class Channel:
         """Wake this channel's consumer."""
         self.stream.wake(reason)
 
-    @property
-    def coalesced_deltas(self) -> int:
-        """Deltas joined on this channel because its consumer lagged."""
-        return self.stream.coalesced_deltas
-
     def stderr_tail(self, lines: int = 40) -> list[str]:
         """The shared process's stderr tail (redacted)."""
         return self._server.conn.stderr_tail(lines)
