@@ -94,6 +94,37 @@ def test_a_recycled_pid_is_never_signalled(tmp_path):
         bystander.wait()
 
 
+def test_identities_hold_when_the_wall_clock_boot_time_flips_by_a_second(tmp_path):
+    """psutil's create_time adds /proc/stat's whole-second boot time, which flips when the clock
+    is slewed across its rounding edge. A host seen 1.0 s "later" is still the same live host (its
+    codex is not reaped from under it), and an orphan seen 1.0 s later is still reaped."""
+    import os
+
+    registry = ProcessRegistry(tmp_path / "processes.json")
+    held = subprocess.Popen(["sleep", "30"])
+    orphan = subprocess.Popen(["sleep", "30"])
+    gone_owner = subprocess.Popen(["true"])
+    gone_owner.wait()
+    try:
+        registry.register(held.pid)  # owned by this (live) process
+        registry.register(orphan.pid)
+        with registry._locked() as data:
+            for entry in data["processes"].values():
+                entry["create_time"] += 1.0
+                entry["owner_create_time"] += 1.0
+            data["processes"][str(orphan.pid)]["owner_pid"] = gone_owner.pid
+        assert registry.reap_orphans() == [orphan.pid]
+        assert held.poll() is None, "the live host's codex was reaped"
+        orphan.wait(timeout=5)
+        assert list(registry.entries()) == [str(held.pid)]
+        assert [item["pid"] for item in registry.live()] == [held.pid]
+        assert registry.live()[0]["owner_alive"] and registry.live()[0]["owner_pid"] == os.getpid()
+    finally:
+        for proc in (held, orphan):
+            proc.kill()
+            proc.wait()
+
+
 def test_stores_are_private_atomic_and_survive_corruption(tmp_path, caplog):
     bindings = ThreadBindings(tmp_path / "threads.json")
     bindings.set("session-1", "thread-1")

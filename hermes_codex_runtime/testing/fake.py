@@ -22,6 +22,8 @@ from typing import Any
 
 import psutil
 
+from hermes_codex_runtime.wire.proctree import started
+
 JsonObject = dict[str, Any]
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,9 +127,5 @@ class FakeCodex:
 
 
 def _alive(pid: int, created: float) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        return bool(abs(proc.create_time() - created) < 0.01
-                    and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+    start = started(pid)
+    return start is not None and abs(start - created) < 0.005

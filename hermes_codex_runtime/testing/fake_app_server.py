@@ -17,7 +17,7 @@ Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``pa
 ``reasoning``, ``command``, ``file_change``, ``permissions``, ``elicitation``, ``request``,
 ``usage``, ``error``, ``fail``, ``crash``, ``hang``, ``no_complete``, ``turn_aborted``,
 ``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``.
-Standard library, psutil and the stdlib-only schema validator.
+Standard library and the stdlib-only schema validator.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from hermes_codex_runtime.testing.schema import ProtocolSchema, Verdict
+from hermes_codex_runtime.wire.proctree import started
 
 JsonObject = dict[str, Any]
 
@@ -584,7 +583,7 @@ class FakeAppServer:
                 start_new_session=True, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
-            created = psutil.Process(child.pid).create_time()
+            created = started(child.pid)
             with open(self.state / "grandchildren.txt", "a", encoding="utf-8") as fh:
                 fh.write(f"{child.pid} {created!r}\n")
         if "foreign" in step:

@@ -10,10 +10,39 @@ so a recycled PID is never signalled.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def started(pid: int) -> float | None:
+    """When ``pid`` started, in a form that never moves: on Linux the kernel's start time in
+    seconds since boot (``/proc/PID/stat`` field 22). psutil's ``create_time()`` adds the boot
+    time from ``/proc/stat``, which is a whole second that flips when the wall clock is slewed
+    across its rounding edge — two reads of one process, minutes apart, may differ by 1.0 s.
+    Elsewhere psutil's value. ``None`` when the process is gone or a zombie."""
+    if sys.platform.startswith("linux"):
+        try:
+            raw = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            return None
+        fields = raw[raw.rfind(b")") + 2:].split()
+        if len(fields) < 20 or fields[0] == b"Z":
+            return None
+        return int(fields[19]) / _TICKS
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return float(proc.create_time())
+    except psutil.Error:
+        return None
 
 
 def snapshot_descendants(pid: int) -> list[psutil.Process]:

@@ -4,8 +4,10 @@ codex normally exits when its stdin closes — but a wedged codex, or MCP server
 their own sessions, can outlive a host that was killed with SIGKILL. Every spawned app-server is
 recorded (PID, create time, command line, and the owning host's PID + create time) in one JSON
 file; on the next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
-Identities are re-checked (PID + create time + command line) before any signal, so a recycled PID
-is never signalled. Writes are atomic and serialised across processes with ``flock``; a corrupt
+Identities are re-checked (PID + start time + command line) before any signal, so a recycled PID
+is never signalled; the start time is the kernel's, counted from boot (:func:`proctree.started`),
+because psutil's wall-clock ``create_time`` can move by a whole second between two reads.
+Writes are atomic and serialised across processes with ``flock``; a corrupt
 file reads as empty (with a warning).
 """
 
@@ -23,19 +25,34 @@ from typing import Any
 import psutil
 
 from hermes_codex_runtime.wire.files import atomic_write_json
-from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants
+from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants, started
 
 log = logging.getLogger(__name__)
 
 
-def _identity(pid: int) -> tuple[float, list[str]] | None:
+def _identity(pid: int) -> tuple[float, float, list[str]] | None:
+    """(start since boot, wall-clock create time, command line) of a running process."""
+    start = started(pid)
+    if start is None:
+        return None
     try:
         proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc.create_time(), proc.cmdline()
+        return start, proc.create_time(), proc.cmdline()
     except psutil.Error:
         return None
+
+
+def _same(entry: dict[str, Any], prefix: str, current: tuple[float, float, list[str]] | None
+          ) -> bool:
+    """Whether ``current`` is the process an entry recorded (``prefix`` "" or "owner_").
+    Entries written before the start stamp existed compare the wall-clock create time with a
+    tolerance for its whole-second flips."""
+    if current is None:
+        return False
+    recorded = entry.get(f"{prefix}start")
+    if isinstance(recorded, (int, float)):
+        return abs(current[0] - float(recorded)) < 0.005
+    return abs(current[1] - float(entry[f"{prefix}create_time"])) < 1.5
 
 
 class ProcessRegistry:
@@ -84,8 +101,9 @@ class ProcessRegistry:
             return
         with self._locked() as data:
             data["processes"][str(pid)] = {
-                "create_time": identity[0], "cmdline": identity[1],
-                "owner_pid": os.getpid(), "owner_create_time": owner[0]}
+                "start": identity[0], "create_time": identity[1], "cmdline": identity[2],
+                "owner_pid": os.getpid(), "owner_start": owner[0],
+                "owner_create_time": owner[1]}
 
     def unregister(self, pid: int) -> None:
         """Forget ``pid`` (it was closed properly)."""
@@ -102,19 +120,16 @@ class ProcessRegistry:
         out: list[dict[str, Any]] = []
         for key, entry in self.entries().items():
             try:
-                pid, created = int(key), float(entry["create_time"])
-                owner_pid, owner_created = int(entry["owner_pid"]), float(
-                    entry["owner_create_time"])
+                pid, owner_pid = int(key), int(entry["owner_pid"])
+                current = _identity(pid)
+                if current is None or not _same(entry, "", current):
+                    continue
+                owner_alive = _same(entry, "owner_", _identity(owner_pid))
                 rss = psutil.Process(pid).memory_info().rss
             except (KeyError, TypeError, ValueError, psutil.Error):
                 continue
-            current = _identity(pid)
-            if current is None or abs(current[0] - created) >= 0.01:
-                continue
-            owner = _identity(owner_pid)
-            out.append({"pid": pid, "owner_pid": owner_pid, "started": created,
-                        "owner_alive": owner is not None and abs(owner[0] - owner_created) < 0.01,
-                        "rss_mib": round(rss / 2**20, 1)})
+            out.append({"pid": pid, "owner_pid": owner_pid, "started": current[1],
+                        "owner_alive": owner_alive, "rss_mib": round(rss / 2**20, 1)})
         return sorted(out, key=lambda item: item["started"])
 
     def reap_orphans(self) -> list[int]:
@@ -124,21 +139,17 @@ class ProcessRegistry:
         with self._locked() as data:
             for key, entry in list(data["processes"].items()):
                 try:
-                    pid = int(key)
-                    created = float(entry["create_time"])
-                    owner_pid = int(entry["owner_pid"])
-                    owner_created = float(entry["owner_create_time"])
+                    pid, owner_pid = int(key), int(entry["owner_pid"])
                     cmdline = list(entry.get("cmdline") or [])
+                    if _same(entry, "owner_", _identity(owner_pid)):
+                        continue  # its host is alive: not an orphan
+                    current = _identity(pid)
+                    if not _same(entry, "", current) or (
+                            current is not None and cmdline and current[2] != cmdline):
+                        data["processes"].pop(key, None)  # gone, or the PID was recycled
+                        continue
                 except (KeyError, TypeError, ValueError):
                     data["processes"].pop(key, None)
-                    continue
-                owner = _identity(owner_pid)
-                if owner is not None and abs(owner[0] - owner_created) < 0.01:
-                    continue  # its host is alive: not an orphan
-                current = _identity(pid)
-                if current is None or abs(current[0] - created) >= 0.01 or (
-                        cmdline and current[1] != cmdline):
-                    data["processes"].pop(key, None)  # gone, or the PID was recycled
                     continue
                 try:
                     root = psutil.Process(pid)
