@@ -2,8 +2,9 @@
 
 Sub-commands: ``demo`` (a real Hermes turn through the real codex binary on the bundled mock
 provider, offline), ``doctor`` (why doesn't it work here?), ``status`` (codex threads of recent
-Hermes sessions) and ``version``. Each returns a process exit status; nothing here is imported by
-the plugin itself.
+Hermes sessions), ``replay`` (re-run a recorded session through codex and compare; see
+:mod:`hermes_codex_runtime.replay`) and ``version``. Each returns a process exit status;
+nothing here is imported by the plugin itself.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--session", help="one Hermes session id")
     status.add_argument("--limit", type=int, default=10, help="how many recent sessions")
     sub.add_parser("version", help="print the plugin version and the codex binary in use")
+    from hermes_codex_runtime.replay.cli import add_parser as add_replay
+
+    add_replay(sub)
     args = parser.parse_args(argv)
+    if args.command == "replay":
+        from hermes_codex_runtime.hermes.replay_context import replay_context
+        from hermes_codex_runtime.replay.cli import main as replay_main
+
+        return replay_main(args, replay_context)
     if args.command == "doctor":
         from hermes_codex_runtime import doctor as doctor_module
 

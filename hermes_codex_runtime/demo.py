@@ -4,8 +4,9 @@ It prepares a temporary ``HERMES_HOME`` (the plugin enabled in config.yaml, exac
 enables it) and ``CODEX_HOME`` (codex pointed at the bundled mock model provider on 127.0.0.1),
 imports Hermes — whose own loader discovers the plugin through its entry point — and plays a
 story through a real ``AIAgent`` and real ``hermes chat`` processes, printing each step as it
-happens: streamed text, codex tool progress, approvals as they are asked and answered. It ends with
-a summary (ok/failed and latency per step) and exits non-zero when any step failed.
+happens: streamed text, codex tool progress, approvals as they are asked and answered, and last a
+replay of the demo's own session on a second mock model (Codex Replay). It ends with a summary
+(ok/failed and latency per step) and exits non-zero when any step failed.
 
 ``--live`` runs the first step against the user's own ``codex login`` instead of the mock.
 No credentials, no network other than 127.0.0.1.
@@ -140,7 +141,8 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -
         else:
             assert provider is not None
             codex_home = prepare_codex_home(workdir / "codex-home", provider.base_url,
-                                            codex_bin=binary.path)
+                                            codex_bin=binary.path,
+                                            extra_models=["mock-model-2"])
         write_offline_caches(hermes_home)  # no models.dev / PyPI lookups from the demo
         config = _hermes_config(codex_home, fallback.base_url if fallback else None)
         (hermes_home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -299,7 +299,7 @@ class CodexSession:
         return {"cwd": self.cwd, "model": s.model, "model_provider": s.model_provider,
                 "approval_policy": s.approval_policy, "approvals_reviewer": s.approvals_reviewer,
                 "sandbox": s.sandbox, "personality": "none",
-                "config": {"shell_environment_policy":
+                "config": {**(s.config_overrides or {}), "shell_environment_policy":
                            command_env_policy(s.command_env_passthrough)}}
 
     def ensure_started(self, seed: SeedProvider | None = None) -> str:
@@ -356,6 +356,17 @@ class CodexSession:
         self.thread_origin = "seeded" if seed_text else "started"
         log.info("codex thread %s started (%s)", thread_id, self.thread_origin)
         return thread_id
+
+    def read_thread(self) -> dict[str, Any]:
+        """codex's record of this session's thread with its turns and their items
+        (``thread/read`` with ``includeTurns``). Raises :class:`WireError` when codex cannot
+        answer; the thread must be started first."""
+        conn, thread_id = self._conn, self.thread_id
+        if conn is None or thread_id is None:
+            raise TransportClosed("the codex thread is not started")
+        reply = self._request(conn, "thread/read", {"threadId": thread_id, "includeTurns": True})
+        thread = reply.get("thread")
+        return dict(thread) if isinstance(thread, Mapping) else {}
 
     def _note_model(self, response: Mapping[str, Any]) -> None:
         model = response.get("model")

@@ -55,6 +55,9 @@ class SessionSettings:
     #: Where the thread runs: a shared local app-server (``None``: the default), a process of
     #: its own, or remote endpoints (see :mod:`hermes_codex_runtime.pool`).
     app_server: Placement | None = None
+    #: Further codex config for the thread (``thread/start``'s ``config``), e.g.
+    #: ``{"sandbox_workspace_write": {"network_access": False}}``.
+    config_overrides: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",

@@ -1,5 +1,6 @@
 """The README's first command on this machine: a real Hermes turn through the real codex binary
-on the bundled mock provider, six steps, a summary, and the exit status."""
+on the bundled mock provider, eight steps (the last a Codex Replay of the demo's own session), a
+summary, and the exit status."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from pathlib import Path
 def test_the_demo_plays_every_step(codex_binary, hermes_base, tmp_path):
     script = Path(sys.executable).with_name("hermes-codex-runtime")
     env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "CODEX_HOME")}
+    env["TMPDIR"] = str(tmp_path)  # where the demo keeps the replay's report
     proc = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL, check=False, env=env, cwd=str(tmp_path))
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
-    assert "7 of 7 steps ok" in out
+    assert "8 of 8 steps ok" in out
     assert "Hermes loaded the plugin from its entry point: True" in out
     assert "? Hermes asks:" in out and "the answer is 42" in out  # approval asked, output used
     assert "Hello from codex!" in out  # the changeset was shown
@@ -24,3 +26,7 @@ def test_the_demo_plays_every_step(codex_binary, hermes_base, tmp_path):
     assert "same codex thread: True" in out
     assert "the model saw the history in its developer instructions: True" in out
     assert "fallback: The fallback provider finished this turn for codex." in out
+    report = tmp_path / "hermes-codex-runtime-demo-replay.html"
+    assert f"report: {report}" in out
+    page = report.read_text()
+    assert "Codex Replay" in page and "[mock-model-2]" in page  # the second model's answers

@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +194,44 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         return "same turn completed on the fallback provider"
 
     story.step("6. a usage limit completes the same turn on a fallback provider", usage_limit)
+
+    def replay() -> str:
+        from hermes_codex_runtime.hermes.replay_context import replay_context
+        from hermes_codex_runtime.replay.control import (
+            RunRequest,
+            create_run,
+            describe_plan,
+            prepare,
+            run_view,
+            spawn_runner,
+        )
+        from hermes_codex_runtime.testing.replay_script import agent as scripted
+
+        provider.clear()
+        provider.set_default(scripted)
+        context = replay_context()
+        transcript, plan = prepare(context, RunRequest(
+            session_id, models=["mock-model-2"], baseline="empty", turns="1-3"))
+        for line in describe_plan(transcript, plan).splitlines():
+            story.say(f"   {line}")
+        run = create_run(context, transcript, plan)
+        spawn_runner(run)
+        deadline = time.monotonic() + STEP_TIMEOUT
+        view = run_view(context, run.id)
+        while view["status"] not in ("completed", "failed", "cancelled", "interrupted"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the replay did not finish in {STEP_TIMEOUT:g} s")
+            time.sleep(0.3)
+            view = run_view(context, run.id)
+        for variant in view["variants"]:
+            story.say(f"   {variant['name']}: {variant['status']}, {variant['turns_done']}/"
+                      f"{variant['turns_total']} turns, {variant['tokens']} tokens")
+        if view["status"] != "completed" or not view["report_html"]:
+            raise RuntimeError(f"the replay ended {view['status']}: {view.get('error')}")
+        kept = Path(tempfile.gettempdir()) / "hermes-codex-runtime-demo-replay.html"
+        shutil.copyfile(view["report_html"], kept)
+        story.say(f"   report: {kept}")
+        return f"replayed on mock-model-2; HTML report at {kept}"
+
+    story.step("7. the session replayed on a second model (Codex Replay)", replay)
+

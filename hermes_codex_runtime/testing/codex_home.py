@@ -75,8 +75,10 @@ def _bundled_models(codex_bin: str) -> tuple[str, ...]:
 
 
 def model_catalog(codex_bin: str, model: str = MOCK_MODEL,
-                  context_window: int = MOCK_CONTEXT_WINDOW) -> dict[str, Any]:
-    """A one-model catalog derived from the binary's bundled catalog, renamed to ``model``."""
+                  context_window: int = MOCK_CONTEXT_WINDOW,
+                  extra_models: Sequence[str] = ()) -> dict[str, Any]:
+    """A catalog derived from the binary's bundled catalog: ``model`` (and ``extra_models``,
+    e.g. a second mock model for replay variants), each a renamed copy of one bundled entry."""
     models = [json.loads(entry) for entry in _bundled_models(codex_bin)]
     if not models:
         raise CodexConfigError("codex has no bundled model catalog to derive the mock model from")
@@ -102,7 +104,12 @@ def model_catalog(codex_bin: str, model: str = MOCK_MODEL,
         entry["experimental_supported_tools"] = []
     if "model_messages" in entry:
         entry["model_messages"] = None
-    return {"models": [entry]}
+    entries = [entry]
+    for index, extra in enumerate(extra_models, 2):
+        other = copy.deepcopy(entry)
+        other.update({"slug": extra, "display_name": extra, "priority": index})
+        entries.append(other)
+    return {"models": entries}
 
 
 def mock_mcp_server(log_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -145,6 +152,7 @@ def prepare_codex_home(
     extra_toml: str = "",
     context_window: int = MOCK_CONTEXT_WINDOW,
     env_key: str | None = None,
+    extra_models: Sequence[str] = (),
 ) -> Path:
     """Write ``config.toml`` (and the model catalog) into ``directory`` and return it.
 
@@ -158,7 +166,8 @@ def prepare_codex_home(
     home = Path(directory)
     home.mkdir(parents=True, exist_ok=True)
     catalog_path = home / "mock-model-catalog.json"
-    catalog_path.write_text(json.dumps(model_catalog(codex_bin, model, context_window)))
+    catalog_path.write_text(json.dumps(model_catalog(codex_bin, model, context_window,
+                                                     extra_models)))
     feature_table = {"plugins": False, "unbounded_connection_retries": False}
     feature_table.update(features or {})
     lines = [

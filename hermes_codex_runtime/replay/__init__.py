@@ -1,0 +1,21 @@
+"""Codex Replay for Hermes sessions: re-run a recorded session through codex, durably, and
+compare.
+
+A recorded session (Hermes' ``state.db``, a ``hermes sessions export`` file, or a Claude Code
+transcript) is replayed with one or more codex variants (model, effort), each in an isolated
+working copy at a chosen baseline and on its own codex thread, user turns in order, unattended.
+Every run lives in its own directory; its state survives the process that runs it, so a run can
+be cancelled, reconciled after a crash and resumed without running a turn twice. The report
+compares the original with every variant: text, tool calls, tokens, cost, and what changed on
+disk.
+
+Layers (each imports only those before it; none imports Hermes — the CLI passes what the Hermes
+adapter knows in as plain values):
+
+* :mod:`.sources` — readers for the three kinds of recorded session.
+* :mod:`.store` — the run directory: state, log, per-turn records, path safety.
+* :mod:`.workspace` — baselines and isolated working copies.
+* :mod:`.engine` — variants × turns over :class:`~hermes_codex_runtime.session.CodexSession`.
+* :mod:`.report` — ``report.json`` and the self-contained ``report.html``.
+* :mod:`.cli` — ``hermes-codex-runtime replay …``.
+"""

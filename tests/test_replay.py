@@ -1,0 +1,431 @@
+"""Codex Replay without codex: reading recorded sessions, the run store, planning, reports and
+every kind of bad input."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_codex_runtime.replay.control import (
+    ReplayContext,
+    ReplayError,
+    RunRequest,
+    cancel_run,
+    create_run,
+    get_report,
+    prepare,
+    resume_run,
+    run_view,
+)
+from hermes_codex_runtime.replay.engine import parse_turns
+from hermes_codex_runtime.replay.report import render_html, write_report
+from hermes_codex_runtime.replay.sources import (
+    SourceError,
+    list_sessions,
+    load_claude,
+    open_source,
+)
+from hermes_codex_runtime.replay.store import Run, RunClosed, RunStore, StoreError, check_run_id
+
+SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, model TEXT, model_config TEXT,
+  parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT, title TEXT, cwd TEXT,
+  input_tokens INTEGER, output_tokens INTEGER, cache_read_tokens INTEGER,
+  cache_write_tokens INTEGER, reasoning_tokens INTEGER, estimated_cost_usd REAL);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, role TEXT,
+  content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL,
+  active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+def tool_calls(name: str) -> str:
+    return json.dumps([{"id": "c1", "type": "function",
+                        "function": {"name": name, "arguments": "{\"cmd\": \"ls\"}"}}])
+
+
+class StateDb:
+    """A Hermes state.db with the columns replay reads."""
+
+    def __init__(self, home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.path = home / "state.db"
+        with sqlite3.connect(self.path) as db:
+            db.executescript(SCHEMA)
+        self.clock = 1_700_000_000.0
+
+    def session(self, sid: str, *, parent: str | None = None, end: str | None = None,
+                title: str | None = None, cwd: str | None = None,
+                config: dict | None = None, tokens: int = 0) -> None:
+        self.clock += 10
+        with sqlite3.connect(self.path) as db:
+            db.execute("INSERT INTO sessions (id, source, model, model_config, parent_session_id,"
+                       " started_at, end_reason, title, cwd, input_tokens, output_tokens, "
+                       "cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+                       "estimated_cost_usd) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (sid, "cli", "gpt-x", json.dumps(config or {}), parent, self.clock, end,
+                        title, cwd, tokens, tokens // 10, tokens // 2, 0, tokens // 20, 0.25))
+
+    def message(self, sid: str, role: str, content: str | None, *, calls: str | None = None,
+                active: int = 1, compacted: int = 0) -> None:
+        self.clock += 1
+        with sqlite3.connect(self.path) as db:
+            db.execute("INSERT INTO messages (session_id, role, content, tool_calls, timestamp, "
+                       "active, compacted) VALUES (?,?,?,?,?,?,?)",
+                       (sid, role, content, calls, self.clock, active, compacted))
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "hermes-home"
+
+
+@pytest.fixture
+def lineage(home):
+    """A session split by compression (root → child), a branch of the root, and undo rows."""
+    db = StateDb(home)
+    db.session("root", end="compression", title="Fix the parser", cwd="/nowhere", tokens=1000)
+    db.message("root", "user", "first: read the parser")
+    db.message("root", "assistant", None, calls=tool_calls("terminal"))
+    db.message("root", "tool", "parser.py")
+    db.message("root", "assistant", "I read parser.py.")
+    db.message("root", "user", "taken back", active=0)  # /undo
+    db.message("root", "assistant", "never mind", active=0)
+    db.message("root", "user", "second: find the bug", active=0, compacted=1)
+    db.message("root", "assistant", "The bug is on line 3.", active=0, compacted=1)
+    db.session("child", parent="root", tokens=500)
+    db.message("child", "user", "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were …")
+    db.message("child", "user", "second: find the bug")  # the tail the compressor kept
+    db.message("child", "assistant", "The bug is on line 3.")
+    db.message("child", "user", "third: fix it")
+    db.message("child", "assistant", None, calls=tool_calls("browser_navigate"))
+    db.message("child", "tool", "ok")
+    db.message("child", "assistant", "Fixed.")
+    db.session("branch", parent="root", config={"_branched_from": "root"})
+    db.message("branch", "user", "a branch of its own")
+    db.session("other", title="Unrelated chat")
+    db.message("other", "user", "hello there")
+    db.message("other", "assistant", "hi")
+    return db
+
+
+def test_a_compression_split_session_is_rejoined_from_any_of_its_segments(home, lineage):
+    for ref in ("root", "child", "chi"):  # an id, the tip, a unique prefix
+        transcript = open_source(ref, home)
+        assert transcript.session_id == "root" and transcript.lineage == ["root", "child"]
+        assert [t.user_text for t in transcript.turns] == [
+            "first: read the parser", "second: find the bug", "third: fix it"]
+        assert [t.index for t in transcript.turns] == [1, 2, 3]
+        assert [t.original_text for t in transcript.turns] == [
+            "I read parser.py.", "The bug is on line 3.", "Fixed."]
+        assert [[c["name"] for c in t.tool_calls] for t in transcript.turns] == [
+            ["terminal"], [], ["browser_navigate"]]
+        assert transcript.tools_used == ["browser_navigate", "terminal"]
+        assert transcript.usage["input_tokens"] == 1500
+        assert transcript.cost_usd == pytest.approx(0.5)
+        assert transcript.title == "Fix the parser"
+    branch = open_source("branch", home)
+    assert branch.lineage == ["branch"] and [t.user_text for t in branch.turns] == [
+        "a branch of its own"]
+
+
+def test_listing_hides_continuations_searches_and_pages(home, lineage):
+    page = list_sessions(home, limit=2)
+    assert page["total"] == 3 and page["has_more"] is True and len(page["sessions"]) == 2
+    refs = {s["ref"] for s in list_sessions(home, limit=10)["sessions"]}
+    assert refs == {"root", "branch", "other"}  # "child" is listed through its root
+    assert [s["ref"] for s in list_sessions(home, "  unrelated ")["sessions"]] == ["other"]
+    assert [s["ref"] for s in list_sessions(home, "PARSER")["sessions"]] == ["root"]
+    with pytest.raises(SourceError, match="limit"):
+        list_sessions(home, limit=0)
+
+
+def test_unknown_and_ambiguous_sessions_are_clear_errors(home, lineage):
+    with pytest.raises(SourceError, match="no Hermes session 'nope'"):
+        open_source("nope", home)
+    lineage.session("other-2")
+    with pytest.raises(SourceError, match="ambiguous"):
+        open_source("oth", home)
+    with pytest.raises(SourceError, match="no Hermes session database"):
+        open_source("x", home / "elsewhere")
+
+
+def test_export_files_one_session_or_many(tmp_path, home, lineage):
+    rows = []
+    with sqlite3.connect(home / "state.db") as db:
+        db.row_factory = sqlite3.Row
+        for sid in ("root", "child", "other"):
+            session = dict(db.execute("SELECT * FROM sessions WHERE id = ?", (sid,)).fetchone())
+            session["messages"] = [dict(r) for r in db.execute(
+                "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
+            rows.append(session)
+    export = tmp_path / "export.jsonl"
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SourceError, match=re.escape(f"{export}#SESSION_ID")):
+        open_source(str(export), home)
+    transcript = open_source(f"{export}#root", home)
+    assert transcript.kind == "export" and transcript.lineage == ["root", "child"]
+    assert [t.user_text for t in transcript.turns] == [
+        "first: read the parser", "second: find the bug", "third: fix it"]
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(rows[2]))
+    assert [t.user_text for t in open_source(str(single), home).turns] == ["hello there"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "messages": []}\nnot json\n')
+    with pytest.raises(SourceError, match=r"bad\.jsonl:2 is not JSON"):
+        open_source(str(bad), home)
+    with pytest.raises(SourceError, match="no such file"):
+        open_source(str(tmp_path / "missing.jsonl"), home)
+
+
+def test_a_claude_code_transcript_is_a_source(tmp_path):
+    events = [
+        {"type": "user", "sessionId": "s1", "cwd": "/proj", "timestamp": "2026-11-30T10:00:00Z",
+         "message": {"role": "user", "content": "add a test"}},
+        {"type": "assistant", "message": {"role": "assistant", "model": "claude-x", "content": [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]}},
+        {"type": "assistant", "isSidechain": True,
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "side"}]}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Added test_a.py."}]}},
+        {"type": "user", "message": {"role": "user", "content": "<command-name>/clear"}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "text", "text": "now run it"}]}},
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    transcript = load_claude(path)
+    assert transcript.kind == "claude" and transcript.cwd == "/proj"
+    assert transcript.model == "claude-x" and transcript.session_id == "s1"
+    assert [t.user_text for t in transcript.turns] == ["add a test", "now run it"]
+    assert transcript.turns[0].original_text == "Added test_a.py."
+    assert [c["name"] for c in transcript.turns[0].tool_calls] == ["Bash"]
+    assert open_source(str(path), tmp_path).kind == "claude"
+
+
+def test_turn_ranges():
+    assert parse_turns(None, 3) == [1, 2, 3]
+    assert parse_turns("2-", 4) == [2, 3, 4]
+    assert parse_turns("1,3-4", 5) == [1, 3, 4]
+    for bad in ("0-2", "3-9", "x", "2-1"):
+        with pytest.raises(ValueError, match="turns"):
+            parse_turns(bad, 3)
+
+
+# --------------------------------------------------------------------------- store
+
+
+def test_run_ids_never_name_a_path(tmp_path):
+    for bad in ("../outside", "a/b", "..", "", None, 3, "20261201-150102-a1b2c3/..",
+                "20261201-150102-A1B2C3"):
+        with pytest.raises(StoreError, match="not a replay run id"):
+            check_run_id(bad)
+    store = RunStore(tmp_path / "replays")
+    with pytest.raises(StoreError):
+        store.run("../../etc")
+    assert not (tmp_path / "replays").exists()
+
+
+def test_terminal_states_stick_and_files_are_private(tmp_path):
+    store = RunStore(tmp_path / "replays")
+    run = store.new({"status": "running", "runner": None})
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run.id)
+    run.log("controller", "line one\nline two")
+    for path in (run.state_path, run.log_path):
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert run.finish("completed")
+    assert not run.finish("failed")  # the first terminal state wins
+    with pytest.raises(RunClosed):
+        run.update(lambda s: s.update(status="running"))
+    with pytest.raises(RunClosed):
+        run.update(lambda s: None, reopen=True)  # resume never reopens "completed"
+    assert run.state()["status"] == "completed"
+    run.log("x", "y" * 200_000)
+    assert len(run.log_tail(1000).encode()) <= 1000
+
+
+def test_a_run_whose_runner_died_is_reconciled_as_interrupted(tmp_path):
+    store = RunStore(tmp_path / "replays")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = store.new({"status": "running", "runner": {"pid": dead.pid, "start": 1.0}})
+    live = store.new({"status": "running", "runner": {
+        "pid": os.getpid(), "start": __import__(
+            "hermes_codex_runtime.wire.proctree", fromlist=["started"]).started(os.getpid())}})
+    done = store.new({"status": "completed", "runner": None})
+    assert store.reconcile() == [orphan.id]
+    assert orphan.state()["status"] == "interrupted"
+    assert orphan.state()["failure_diagnostic"]["code"] == "runner_stopped"
+    assert live.state()["status"] == "running" and done.state()["status"] == "completed"
+    assert "marked interrupted" in orphan.log_path.read_text()
+    assert store.reconcile() == []
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def git_repo(path: Path) -> str:
+    path.mkdir(parents=True)
+    (path / "a.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c",
+                                                 "user.email=t@localhost", "commit", "-qm", "a"]):
+        subprocess.run(["git", *args], cwd=path, check=True, timeout=30)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def repo_session(tmp_path, home):
+    db = StateDb(home)
+    project = tmp_path / "project"
+    head = git_repo(project)
+    (project / "sub").mkdir()
+    db.session("s1", title="<b>bold</b> title", cwd=str(project / "sub"))
+    db.message("s1", "user", "one <script>alert(1)</script>")
+    db.message("s1", "assistant", "done one")
+    db.message("s1", "user", "two")
+    db.message("s1", "assistant", "done two")
+    return {"context": ReplayContext(hermes_home=home), "project": project, "head": head}
+
+
+def test_planning_resolves_the_baseline_and_writes_nothing(repo_session, home):
+    context = repo_session["context"]
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1", "m2"], turns="2"))
+    assert plan.baseline.commit == repo_session["head"] and plan.baseline.subdir == "sub"
+    assert [v.name for v in plan.variants] == ["v1-m1", "v2-m2"]
+    assert plan.prompts(transcript) == [(2, "two")]
+    assert not (home / "codex-runtime").exists()
+    single = prepare(context, RunRequest("s1", mode="single-prompt"))[1]
+    assert single.prompts(transcript) == [(1, "one <script>alert(1)</script>\n\ntwo")]
+
+
+@pytest.mark.parametrize("request_changes, message", [
+    ({"source": "missing"}, "no Hermes session 'missing'"),
+    ({"baseline": "0123456789abcdef0123"}, "does not exist in"),
+    ({"turns": "3"}, "outside 1-2"),
+    ({"parallel": 0}, "--parallel"),
+    ({"mode": "all"}, "--mode"),
+    ({"models": ["m", "m"]}, "twice"),
+    ({"effort": "extreme"}, "--effort"),
+    ({"budget_tokens": 0}, "--budget-tokens"),
+    ({"judge": "m"}, "not available yet"),
+])
+def test_bad_requests_are_clear_errors_and_write_nothing(repo_session, home, request_changes,
+                                                         message):
+    values = {"source": "s1", **request_changes}
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        prepare(repo_session["context"], RunRequest(**values))
+    assert not (home / "codex-runtime").exists()
+
+
+def test_a_session_whose_directory_is_gone_or_not_a_repository(tmp_path, home):
+    db = StateDb(home)
+    db.session("gone", cwd=str(tmp_path / "deleted"))
+    db.message("gone", "user", "hi")
+    (tmp_path / "plain").mkdir()
+    db.session("plain", cwd=str(tmp_path / "plain"))
+    db.message("plain", "user", "hi")
+    context = ReplayContext(hermes_home=home)
+    with pytest.raises(ReplayError, match="deleted is gone: name the repository with --repo"):
+        prepare(context, RunRequest("gone"))
+    with pytest.raises(ReplayError, match="not in a git repository: use --baseline empty"):
+        prepare(context, RunRequest("plain"))
+    plan = prepare(context, RunRequest("gone", baseline="empty"))[1]
+    assert plan.baseline.kind == "empty"
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@pytest.fixture
+def finished_run(repo_session):
+    context = repo_session["context"]
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+    run = create_run(context, transcript, plan)
+    run.save_turn("v1-m1", {"index": 1, "user_text": "one <script>alert(1)</script>",
+                            "status": "completed",
+                            "final_text": "done one, differently", "tool_calls": [],
+                            "usage": {"input": 10, "cache_read": 5, "cache_write": 0,
+                                      "output": 3, "reasoning": 1, "total": 18},
+                            "elapsed": 0.5})
+    run.update(lambda s: s["variants"]["v1-m1"].update(status="completed"))
+    run.finish("completed")
+    write_report(run)
+    return context, run
+
+
+def test_report_formats_and_path_safety(finished_run, tmp_path):
+    context, run = finished_run
+    parsed = get_report(context, run.id)["report"]
+    assert parsed["variants"][0]["turns"][0]["diff"].startswith("--- original\n+++ replay")
+    artifact = get_report(context, run.id, "html")
+    assert set(artifact) == {"artifact_content", "artifact_format", "artifact_mime_type",
+                             "artifact_file_name"}
+    assert artifact["artifact_mime_type"] == "text/html"
+    assert artifact["artifact_file_name"] == f"codex-replay-{run.id}-report.html"
+    assert artifact["artifact_content"] == (run.dir / "report.html").read_text()
+    for bad in ("pdf", ["json"], {"f": 1}, True, 3):
+        with pytest.raises(ReplayError, match="Report format must be json or html"):
+            get_report(context, run.id, bad)
+    for bad in ("../x", "a/b"):
+        with pytest.raises(ReplayError, match="not a replay run id"):
+            get_report(context, bad, "json")
+    secret = tmp_path / "secret.html"
+    secret.write_text("not yours")
+    (run.dir / "report.html").unlink()
+    (run.dir / "report.html").symlink_to(secret)
+    with pytest.raises(ReplayError, match="outside its run directory"):
+        get_report(context, run.id, "html")
+
+
+def test_a_report_over_16_mib_is_served_whole_but_not_displayed(finished_run):
+    context, run = finished_run
+    big = json.loads((run.dir / "report.json").read_text())
+    big["padding"] = "é" * (9 * 2**20)  # 18 MiB of UTF-8
+    (run.dir / "report.json").write_text(json.dumps(big, ensure_ascii=False))
+    artifact = get_report(context, run.id, "json")
+    assert artifact["artifact_content"] == (run.dir / "report.json").read_text()
+    assert len(artifact["artifact_content"].encode()) > 16 * 2**20
+    (run.dir / "state.json").write_text(json.dumps({"pad": "x" * (17 * 2**20)}))
+    with pytest.raises(ReplayError, match="too large to display"):
+        run_view(context, run.id)
+
+
+def test_the_report_page_is_self_contained_escaped_and_its_csp_allows_only_its_style(
+        finished_run):
+    _, run = finished_run
+    page = (run.dir / "report.html").read_text()
+    assert "<script" not in page and "alert(1)</script>" not in page
+    assert "one &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;b&gt;bold&lt;/b&gt; title" in page
+    assert not re.search(r"(?:src|href)=\"(?:https?:)?//", page)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in csp and "script-src" not in csp
+    style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    assert f"style-src 'sha256-{digest}'" in csp
+    assert " style=" not in page  # no inline style attributes (the CSP would block them)
+    assert render_html(json.loads((run.dir / "report.json").read_text())) .count("<section") == 1
+
+
+def test_cancel_and_resume_of_finished_runs(finished_run):
+    context, run = finished_run
+    assert cancel_run(context, run.id) == {"run_id": run.id, "status": "completed",
+                                           "idempotent": False}
+    with pytest.raises(ReplayError, match="completed; start a new run"):
+        resume_run(context, run.id)
+    with pytest.raises(ReplayError, match="belongs to another controller"):
+        cancel_run(context, run.id, controller="someone-else")
+    assert Run(run.dir.parent, run.id).state()["status"] == "completed"
+    assert time.time() - run.state()["finished_at"] < 600

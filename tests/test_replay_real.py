@@ -1,0 +1,314 @@
+"""Codex Replay end to end: a session recorded by real ``hermes chat`` processes (three user
+turns, the first with a tool call) is replayed by the real ``hermes-codex-runtime replay``
+command through the real codex binary on the mock provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from hermes_env import base_config, hermes_env, write_hermes_home
+from support import alive
+
+from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+from hermes_codex_runtime.testing.replay_script import after_tool, agent, last_user_text
+
+pytestmark = pytest.mark.real_hermes
+
+BIN = Path(sys.executable).parent
+HERMES = str(BIN / "hermes")
+CLI = str(BIN / "hermes-codex-runtime")
+TURNS = ("turn one: please write the notes file", "turn two: summarise what you did",
+         "turn three: say goodbye")
+
+
+class Script:
+    """The mock agent, with switches: a delay before answering a given turn, a command to run
+    instead of a given turn's answer."""
+
+    def __init__(self) -> None:
+        self.slow: dict[str, float] = {}
+        self.command: dict[str, str] = {}
+        self.reached = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        from hermes_codex_runtime.testing import mock_provider as mp
+
+        text = last_user_text(body)
+        for prefix, delay in self.slow.items():
+            if text.startswith(prefix) and not after_tool(body):
+                self.reached.set()
+                return mp.text(f"[{body.get('model')}] slow answer", delay=delay)
+        for prefix, command in self.command.items():
+            if text.startswith(prefix) and not after_tool(body):
+                self.reached.set()
+                return mp.exec_command(command)
+        return agent(body)
+
+
+@pytest.fixture(scope="module")
+def recorded(codex_binary, tmp_path_factory):
+    """A Hermes home with one recorded session, its project (a git repository), and the mock."""
+    from hermes_codex_runtime.testing import mock_provider as mp
+
+    root = tmp_path_factory.mktemp("replay")
+    script = Script()
+    provider = mp.MockResponsesProvider(default=script).start()
+    try:
+        # workspace-write: the original session really writes notes.txt into the project (a
+        # command the sandbox denies makes codex 0.163 skip the command's item events now and
+        # then — see docs/codex-facts.md — and the recording must have its tool call)
+        codex_home = prepare_codex_home(root / "codex-home", provider.base_url,
+                                        codex_bin=codex_binary.path,
+                                        sandbox_mode="workspace-write",
+                                        extra_models=["mock-model-2"])
+        home = root / "hermes-home"
+        write_hermes_home(home, base_config(codex_home=str(codex_home)))
+        (home / "codex-runtime").mkdir(parents=True, exist_ok=True)
+        (home / "codex-runtime" / "prices.yaml").write_text(
+            "mock-model: {input: 2.0, cache_read: 0.5, cache_write: 2.5, output: 8.0}\n")
+        project = root / "project"
+        project.mkdir()
+        for command in (["git", "init", "-q"], ["git", "add", "-A"],
+                        ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit",
+                         "-qm", "start"]):
+            if command[1] == "add":
+                (project / "README.md").write_text("the project\n")
+            subprocess.run(command, cwd=project, check=True, timeout=30)
+        session_id = None
+        for text in TURNS:
+            args = [HERMES, "chat", "-Q"] + (["--resume", session_id] if session_id else []) \
+                + ["-q", text]
+            done = subprocess.run(args, env=hermes_env(home), cwd=project, capture_output=True,
+                                  text=True, timeout=180, stdin=subprocess.DEVNULL)
+            assert done.returncode == 0, done.stderr[-2000:]
+            found = re.search(r"session_id:\s*(\S+)", done.stderr)
+            session_id = session_id or (found.group(1) if found else None)
+        assert session_id
+        yield {"home": home, "project": project, "session": session_id, "provider": provider,
+               "script": script, "root": root}
+    finally:
+        provider.stop()
+
+
+def replay(recorded: dict[str, Any], *args: str, timeout: float = 240,
+           check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([CLI, "replay", *args], env=hermes_env(recorded["home"]),
+                          cwd=recorded["root"], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    if check:
+        assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def events(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def run_dir(recorded: dict[str, Any], run_id: str) -> Path:
+    return recorded["home"] / "codex-runtime" / "replays" / run_id
+
+
+def turn_requests(provider: Any, prefix: str, model: str | None = None) -> int:
+    """How many times codex sent the user turn starting with ``prefix`` to the model (a tool
+    result's follow-up is not a new send)."""
+    return sum(1 for body in list(provider.requests)
+               if last_user_text(body).startswith(prefix) and not after_tool(body)
+               and (model is None or body.get("model") == model))
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorded):
+    project = recorded["project"]
+    status_before = subprocess.run(["git", "status", "--porcelain"], cwd=project,
+                                   capture_output=True, text=True, check=True).stdout
+    assert (project / "notes.txt").read_text() == "notes by mock-model\n"  # the original's
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    listed = json.loads(replay(recorded, "list", "--json").stdout)
+    assert [s["ref"] for s in listed["sessions"]] == [recorded["session"]]
+    assert listed["sessions"][0]["user_turns"] == 3
+    recorded["provider"].clear()
+
+    done = replay(recorded, "run", recorded["session"], "--model", "mock-model", "--model",
+                  "mock-model-2", "--yes", "--json")
+    lines = events(done)
+    assert lines[0]["event"] == "plan" and lines[-1]["event"] == "finished", lines
+    assert lines[-1]["status"] == "completed", lines[-1]
+    assert any(e["event"] == "progress" for e in lines)
+    folder = Path(lines[-1]["run_dir"])
+    report = json.loads((folder / "report.json").read_text())
+
+    assert report["schema"] == "hermes-codex-runtime.replay.report/1"
+    assert report["status"] == "completed"
+    assert report["source"]["kind"] == "hermes" and report["source"]["turns_total"] == 3
+    assert report["source"]["cwd"] == str(project)
+    assert "exec_command" in report["source"]["tools_used"]
+    assert report["baseline"] == {"kind": "commit", "repo": str(project), "commit": head,
+                                  "subdir": "", "requested": "HEAD"}
+    assert report["original"]["usage"]["total"] > 0
+    assert [v["model"] for v in report["variants"]] == ["mock-model", "mock-model-2"]
+    for variant in report["variants"]:
+        model = variant["model"]
+        assert variant["status"] == "completed" and variant["attempts"] == 1
+        assert variant["thread_id"]
+        assert [t["index"] for t in variant["turns"]] == [1, 2, 3]
+        first, second = variant["turns"][0], variant["turns"][1]
+        assert first["user_text"] == TURNS[0]
+        assert first["original_text"] == "[mock-model] I wrote notes.txt."
+        assert first["replay_text"] == f"[{model}] I wrote notes.txt."
+        assert [c["name"] for c in first["tool_calls"]] == ["exec_command"]
+        assert [c["name"] for c in first["original_tool_calls"]] == ["exec_command"]
+        assert second["replay_text"].startswith(f"[{model}] You said: turn two")
+        for turn in variant["turns"]:
+            assert turn["status"] == "completed" and turn["elapsed"] > 0
+            assert set(turn["usage"]) == {"input", "cache_read", "cache_write", "output",
+                                          "reasoning", "total"}
+            assert 0 <= turn["similarity"] <= 1
+        usage = variant["usage"]
+        # the mock reports 1200 input (400 cached), 80 output (16 reasoning) per response;
+        # turn one has two responses (the tool call, then the answer): 4 responses in all
+        assert usage == {"input": 4 * 800, "cache_read": 4 * 400, "cache_write": 0,
+                         "output": 4 * 80, "reasoning": 4 * 16, "total": 4 * 1280}
+        changes = variant["changes"]
+        assert changes["files"] == [{"status": "added", "path": "notes.txt"}]
+        assert f"+notes by {model}" in changes["diff"]
+        assert (folder / "workspaces" / variant["name"] / "notes.txt").read_text() \
+            == f"notes by {model}\n"
+    same = report["variants"][0]["turns"][0]
+    other = report["variants"][1]["turns"][0]
+    assert same["diff"] == "" and same["similarity"] == 1.0
+    assert "-[mock-model] I wrote notes.txt." in other["diff"]
+    assert "+[mock-model-2] I wrote notes.txt." in other["diff"]
+    costs = [v["cost"] for v in report["variants"]]
+    assert costs[0]["usd"] == pytest.approx((3200 * 2.0 + 1600 * 0.5 + 320 * 8.0) / 1e6)
+    assert costs[1]["usd"] is None and "no price" in costs[1]["basis"]
+    assert any("commit a session started from" in note for note in report["limitations"])
+    assert report["plan"]["turns"] == [1, 2, 3] and report["plan"]["network"] is False
+
+    # each variant ran on codex's own model choice, unattended, as threads of ONE app-server
+    models = {body.get("model") for body in recorded["provider"].requests}
+    assert models == {"mock-model", "mock-model-2"}
+    for prefix in (t[:8] for t in TURNS):
+        for model in ("mock-model", "mock-model-2"):
+            assert turn_requests(recorded["provider"], prefix, model) == 1
+    log = (folder / "run.log").read_text()
+    assert "1 codex app-server process(es) for 2 variant(s)" in log
+    assert "[controller] run approved" in log and "[v1-mock-model:tool] exec_command" in log
+    for name in ("state.json", "run.log", "report.json", "report.html", "source.json"):
+        assert (folder / name).stat().st_mode & 0o077 == 0, name
+    page = (folder / "report.html").read_text()
+    assert "Content-Security-Policy" in page and "<script" not in page
+    # the user's checkout is untouched: same HEAD, same status, no worktree registered
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                          text=True, check=True).stdout == status_before
+    assert (project / "notes.txt").read_text() == "notes by mock-model\n"
+    assert subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=project,
+                          capture_output=True, text=True, check=True
+                          ).stdout.count("worktree ") == 1
+
+    shown = json.loads(replay(recorded, "show", folder.name, "--json").stdout)
+    assert shown["status"] == "completed"
+    assert [v["turns_done"] for v in shown["variants"]] == [3, 3]
+    html = replay(recorded, "report", folder.name, "--format", "html").stdout
+    assert html == (folder / "report.html").read_text()
+
+
+def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(recorded):
+    provider, script = recorded["provider"], recorded["script"]
+    provider.clear()
+    script.reached.clear()
+    script.slow = {"turn two": 60.0}
+    try:
+        started = events(replay(recorded, "run", recorded["session"], "--model", "mock-model",
+                                "--yes", "--json", "--detach"))
+        run_id = started[-1]["run_id"]
+        folder = run_dir(recorded, run_id)
+        assert script.reached.wait(90), "turn two never reached the model"
+        state = json.loads((folder / "state.json").read_text())
+        runner = state["runner"]["pid"]
+        assert state["variants"]["v1-mock-model"]["in_flight"] == 2
+        codex = [p.pid for p in psutil.Process(runner).children(recursive=True)
+                 if "codex" in " ".join(p.cmdline())]
+        assert codex, "the runner has no codex app-server"
+        os.kill(runner, signal.SIGKILL)
+        wait_for(lambda: not alive(runner), 10, "the runner to die")
+    finally:
+        script.slow = {}
+    shown = json.loads(replay(recorded, "show", run_id, "--json").stdout)
+    assert shown["status"] == "interrupted", shown  # never silently "running"
+    wait_for(lambda: not any(alive(pid) for pid in codex), 15, "the orphaned codex to end")
+    assert "replay resume" in replay(recorded, "show", run_id).stdout
+
+    done = replay(recorded, "resume", run_id, "--json")
+    assert events(done)[-1]["status"] == "completed", done.stdout
+    records = [json.loads(p.read_text()) for p in
+               sorted((folder / "variants" / "v1-mock-model" / "turns").glob("*.json"))]
+    assert [r["index"] for r in records] == [1, 2, 3]
+    assert records[1]["recovered"] is True and records[1]["status"] == "interrupted"
+    assert records[0]["recovered"] is False and records[2]["status"] == "completed"
+    assert len({r["thread_id"] for r in records}) == 1  # the same codex thread throughout
+    for prefix in ("turn one", "turn two", "turn thre"):
+        assert turn_requests(provider, prefix) == 1, prefix
+    state = json.loads((folder / "state.json").read_text())
+    assert state["status"] == "completed" and state["resumes"] == 1
+    report = json.loads((folder / "report.json").read_text())
+    assert any("recovered from codex's thread" in n for n in report["limitations"])
+
+
+def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
+    provider, script = recorded["provider"], recorded["script"]
+    provider.clear()
+    script.reached.clear()
+    marker = 3000 + os.getpid() % 1000
+    script.command = {"turn one": f"setsid sleep {marker} & sleep {marker + 1}"}
+    bystander = subprocess.Popen(["sleep", str(marker)], start_new_session=True)
+    try:
+        started = events(replay(recorded, "run", recorded["session"], "--model", "mock-model",
+                                "--yes", "--json", "--detach"))
+        run_id = started[-1]["run_id"]
+        folder = run_dir(recorded, run_id)
+        assert script.reached.wait(90), "the command never reached codex"
+
+        def sleepers() -> list[int]:
+            return [p.pid for p in psutil.process_iter(["cmdline"])
+                    if (p.info["cmdline"] or [])[:1] == ["sleep"] and p.pid != bystander.pid
+                    and (p.info["cmdline"] or [])[1:] in ([str(marker)], [str(marker + 1)])]
+
+        wait_for(lambda: len(sleepers()) == 2, 30, "the command and its setsid grandchild")
+        state = json.loads((folder / "state.json").read_text())
+        runner = state["runner"]["pid"]
+        tree = [runner, *(p.pid for p in psutil.Process(runner).children(recursive=True)),
+                *sleepers()]
+        done = json.loads(replay(recorded, "cancel", run_id, "--json").stdout)
+        assert done["status"] == "cancelled" and done["idempotent"] is False
+        wait_for(lambda: not any(alive(pid) for pid in tree), 10, "the run's processes to end")
+        assert bystander.poll() is None, "cancel killed a process that is not the run's"
+        again = json.loads(replay(recorded, "cancel", run_id, "--json").stdout)
+        assert again == {"run_id": run_id, "status": "cancelled", "idempotent": True}
+        state = json.loads((folder / "state.json").read_text())
+        assert state["status"] == "cancelled"
+        assert state["cancellation_reason"] == "user_requested"
+        assert state["error"] == "Cancelled by user."
+        resumed = replay(recorded, "resume", run_id, check=False)
+        assert resumed.returncode == 2 and "cancelled" in resumed.stderr
+    finally:
+        script.command = {}
+        bystander.kill()
+        bystander.wait()
