@@ -429,3 +429,88 @@ def test_cancel_and_resume_of_finished_runs(finished_run):
         cancel_run(context, run.id, controller="someone-else")
     assert Run(run.dir.parent, run.id).state()["status"] == "completed"
     assert time.time() - run.state()["finished_at"] < 600
+
+
+# --------------------------------------------------------------------------- MCP
+
+
+class McpClient:
+    """``hermes-codex-runtime replay mcp`` as a subprocess, spoken to over stdio."""
+
+    def __init__(self, home: Path) -> None:
+        import sys
+
+        script = Path(sys.executable).with_name("hermes-codex-runtime")
+        self.proc = subprocess.Popen([str(script), "replay", "mcp"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "HERMES_HOME": str(home)})
+        self.ids = iter(range(1, 10_000))
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        message_id = next(self.ids)
+        self.send({"jsonrpc": "2.0", "id": message_id, "method": method,
+                   **({"params": params} if params is not None else {})})
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        reply = json.loads(line)
+        assert reply["id"] == message_id, reply
+        return reply
+
+    def tool(self, name: str, **arguments) -> dict:
+        return self.request("tools/call", {"name": name, "arguments": arguments})["result"]
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_the_mcp_server_speaks_mcp_and_reports_tool_errors_as_results(repo_session, home):
+    client = McpClient(home)
+    try:
+        init = client.request("initialize", {"protocolVersion": "2025-06-18",
+                                             "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}})
+        assert init["result"]["protocolVersion"] == "2025-06-18"
+        assert init["result"]["capabilities"]["tools"] == {"listChanged": False}
+        client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})  # no reply
+        assert client.request("ping")["result"] == {}
+        names = [t["name"] for t in client.request("tools/list")["result"]["tools"]]
+        assert names == ["list_sessions", "plan_replay", "start_replay", "get_run",
+                         "cancel_run", "get_report"]
+        sessions = client.tool("list_sessions", search="bold")
+        assert sessions["isError"] is False
+        assert [s["ref"] for s in sessions["structuredContent"]["sessions"]] == ["s1"]
+        plan = client.tool("plan_replay", source="s1", models=["m1"], turns="1")
+        assert plan["isError"] is False, plan
+        assert "baseline:" in plan["structuredContent"]["description"]
+        token = plan["structuredContent"]["plan_token"]
+        assert len(token) == 64
+        refused = client.tool("start_replay", source="s1", models=["m2"], turns="1",
+                              plan_token=token)  # other arguments than were planned
+        assert refused["isError"] is True and "plan_replay again" in \
+            refused["content"][0]["text"]
+        for name, arguments, message in (
+                ("get_run", {"run_id": "../../etc"}, "not a replay run id"),
+                ("get_report", {"run_id": "20261201-150102-a1b2c3", "format": ["json"]},
+                 "format must be a string"),
+                ("plan_replay", {"source": "nope"}, "no Hermes session 'nope'"),
+                ("plan_replay", {"source": "s1", "parallel": 99}, "between 1 and 8"),
+                ("list_sessions", {"colour": "red"}, "unknown argument"),
+                ("launch_rockets", {}, "unknown tool")):
+            result = client.tool(name, **arguments)
+            assert result["isError"] is True, (name, result)
+            assert message in result["content"][0]["text"], (name, result)
+        assert client.request("resources/list")["error"]["code"] == -32601
+        assert not (home / "codex-runtime" / "replays").exists()  # nothing was started
+    finally:
+        assert client.close() == 0

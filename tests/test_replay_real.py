@@ -312,3 +312,37 @@ def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
         script.command = {}
         bystander.kill()
         bystander.wait()
+
+
+def test_an_agent_drives_a_replay_through_the_mcp_server(recorded):
+    from test_replay import McpClient
+
+    recorded["provider"].clear()
+    client = McpClient(recorded["home"])
+    try:
+        client.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "hermes", "version": "0"}})
+        [session] = client.tool("list_sessions")["structuredContent"]["sessions"]
+        plan = client.tool("plan_replay", source=session["ref"], models=["mock-model-2"],
+                           turns="2-3")["structuredContent"]
+        started = client.tool("start_replay", source=session["ref"], models=["mock-model-2"],
+                              turns="2-3", plan_token=plan["plan_token"])
+        assert started["isError"] is False, started
+        run_id = started["structuredContent"]["run_id"]
+        deadline = time.monotonic() + 120
+        while True:
+            view = client.tool("get_run", run_id=run_id)["structuredContent"]
+            if view["status"] not in ("pending", "running"):
+                break
+            assert time.monotonic() < deadline, view
+            time.sleep(0.3)
+        assert view["status"] == "completed", view
+        assert view["variants"][0]["turns_done"] == 2
+        report = client.tool("get_report", run_id=run_id)["structuredContent"]["report"]
+        assert [t["index"] for t in report["variants"][0]["turns"]] == [2, 3]
+        page = client.tool("get_report", run_id=run_id, format="html")["structuredContent"]
+        assert page["artifact_mime_type"] == "text/html"
+        assert "[mock-model-2] You said: turn two" in page["artifact_content"]
+        assert turn_requests(recorded["provider"], "turn one") == 0  # only the chosen turns
+    finally:
+        assert client.close() == 0

@@ -81,6 +81,7 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("run_id")
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--detach", action="store_true")
+    rsub.add_parser("mcp", help="an MCP server on stdio (register it in Hermes' mcp_servers)")
 
 
 def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayContext],
@@ -96,6 +97,11 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
             return 0
         if command == "run":
             return _run(args, context, out, err)
+        if command == "mcp":
+            from hermes_codex_runtime.replay.mcp import serve
+            from hermes_codex_runtime.replay.tools import ReplayTools
+
+            return serve(ReplayTools(context, controller="mcp"))
         if command == "show":
             return _show(args, context, out)
         if command == "report":
