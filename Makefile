@@ -24,13 +24,17 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) tools
 
-# The interactive-CLI test drives Hermes in tmux: install it where we can (root + apt).
+# The interactive-CLI test drives Hermes in tmux, and the replay pages are tested in a real
+# headless Chromium (Debian's package): install them where we can (root + apt).
 tools:
-	@command -v tmux >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing tmux (for the interactive CLI test)"; \
-	    (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null 2>&1 || true; \
-	  else echo "note: tmux is missing; the interactive CLI test needs it"; fi; }
+	@missing=""; command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing$$missing (the interactive CLI and browser tests need them)"; \
+	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	        >/dev/null 2>&1 || true; \
+	    else echo "note: missing$$missing; the interactive CLI / browser tests need them"; fi; fi
 
 demo: setup
 	$(VENV)/bin/hermes-codex-runtime demo

@@ -514,3 +514,178 @@ def test_the_mcp_server_speaks_mcp_and_reports_tool_errors_as_results(repo_sessi
         assert not (home / "codex-runtime" / "replays").exists()  # nothing was started
     finally:
         assert client.close() == 0
+
+
+# --------------------------------------------------------------------------- the controller
+
+
+class ControllerProcess:
+    """``hermes-codex-runtime replay serve`` as a subprocess, and plain HTTP to it."""
+
+    def __init__(self, home: Path, *, port: int = 0, idle: float = 600.0,
+                 session: str | None = None) -> None:
+        import sys
+
+        script = Path(sys.executable).with_name("hermes-codex-runtime")
+        self.session = session or f"test{os.getpid()}{time.monotonic_ns() % 100000}"
+        env = {**os.environ, "HERMES_HOME": str(home), "HERMES_CODEX_REPLAY_PORT": str(port),
+               "HERMES_CODEX_REPLAY_IDLE_TIMEOUT": str(idle),
+               "HERMES_CODEX_REPLAY_CONTROLLER_ID": self.session}
+        self.proc = subprocess.Popen([str(script), "replay", "serve"], env=env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.runtime = home / "codex-runtime" / "controllers" / self.session / \
+            "controller-server.json"
+        deadline = time.monotonic() + 30
+        while not self.runtime.exists():
+            assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
+            assert time.monotonic() < deadline, "the controller never wrote its runtime file"
+            time.sleep(0.05)
+        info = json.loads(self.runtime.read_text())
+        self.port, self.token = info["port"], info["control_token"]
+        self.origin = f"http://127.0.0.1:{self.port}"
+
+    def http(self, method: str, path: str, body: dict | None = None, *,
+             headers: dict | None = None, origin: str | None = "own") -> tuple[int, dict, bytes]:
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
+        sent = {"Content-Type": "application/json"}
+        if origin == "own":
+            sent["Origin"] = self.origin
+        elif origin is not None:
+            sent["Origin"] = origin
+        sent.update(headers or {})
+        data = json.dumps(body).encode() if body is not None else None
+        try:
+            conn.request(method, path, body=data, headers=sent)
+            reply = conn.getresponse()
+            return reply.status, dict(reply.getheaders()), reply.read()
+        finally:
+            conn.close()
+
+    def call(self, name: str, **arguments) -> tuple[int, dict]:
+        status, _, data = self.http("POST", "/api/call", {"name": name, "arguments": arguments})
+        return status, json.loads(data)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.http("POST", "/api/shutdown", {}, headers={"X-Replay-Control": self.token})
+        try:
+            return self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_the_controller_guards_its_api_and_proves_its_token(repo_session, home):
+    import hashlib as _hashlib
+    import hmac as _hmac
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    controller = ControllerProcess(home, port=busy)  # the configured port is taken
+    try:
+        assert controller.port != busy
+        assert controller.runtime.stat().st_mode & 0o777 == 0o600
+        assert controller.runtime.parent.stat().st_mode & 0o777 == 0o700
+        status, _, data = controller.http("GET", "/health?challenge=abc123", origin=None)
+        health = json.loads(data)
+        assert status == 200 and health["server"] == "hermes-codex-replay"
+        assert health["controller_session_id"] == controller.session
+        assert health["proof"] == _hmac.new(controller.token.encode(), b"abc123",
+                                            _hashlib.sha256).hexdigest()
+        assert controller.token not in data.decode()
+        # the page and its assets, with a CSP that allows only its own files
+        status, headers, page = controller.http("GET", "/", origin=None)
+        assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+        assert "script-src 'self'" in headers["Content-Security-Policy"]
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        assert b"<script src=\"/controller.js\"" in page and b"<script>" not in page
+        assert controller.http("GET", "/controller.js", origin=None)[1]["Content-Type"] == \
+            "text/javascript; charset=utf-8"
+        assert controller.http("GET", "/controller.css", origin=None)[1]["Content-Type"] == \
+            "text/css; charset=utf-8"
+        # the API answers its own page only
+        status, data = controller.call("list_sessions")
+        assert status == 200 and [s["ref"] for s in data["result"]["sessions"]] == ["s1"]
+        for origin in (None, "http://evil.example", f"http://127.0.0.1:{controller.port + 1}",
+                       "null"):
+            status, _, _ = controller.http("POST", "/api/call",
+                                           {"name": "list_sessions"}, origin=origin)
+            assert status == 403, origin
+        status, _, _ = controller.http("POST", "/api/state", {},
+                                       headers={"Host": f"evil.example:{controller.port}"})
+        assert status == 421  # a DNS-rebinding page never reaches the API
+        status, _, _ = controller.http("GET", "/health", origin=None,
+                                       headers={"Host": "attacker.test"})
+        assert status == 421
+        status, data = controller.call("get_run", run_id="../../etc/passwd")
+        assert status == 400 and data["isError"] and "not a replay run id" in data["error"]
+        status, _, data = controller.http("POST", "/api/heartbeat", {})
+        assert status == 200 and json.loads(data)["controller_session_id"] == controller.session
+        state = json.loads(controller.http("POST", "/api/state", {})[2])
+        assert state["run_root"].endswith("codex-runtime/replays")
+        assert "control_token" not in json.dumps(state)
+        # shutdown needs the token
+        for token in (None, "wrong"):
+            status, _, _ = controller.http("POST", "/api/shutdown", {},
+                                           headers={"X-Replay-Control": token} if token else {})
+            assert status == 403
+        assert controller.stop() == 0
+        assert not controller.runtime.exists()
+    finally:
+        controller.stop()
+        taken.close()
+
+
+def test_controllers_own_their_runs_and_idle_exit_waits_for_them(repo_session, home):
+    from hermes_codex_runtime.replay.store import identity
+
+    context = repo_session["context"]
+    first = ControllerProcess(home, idle=1.0, session="first-controller")
+    second = ControllerProcess(home, idle=600, session="second-controller")
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+        run = create_run(context, transcript, plan, controller="first-controller")
+        run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
+        status, data = second.call("cancel_run", run_id=run.id)
+        assert status == 400 and "belongs to another controller" in data["error"]
+        assert run.state()["status"] == "running"
+        assert json.loads(second.http("POST", "/api/state", {})[2])["recent_runs"] == []
+        health = json.loads(first.http("GET", "/health", origin=None)[2])
+        assert health["active_runs"] == 1
+        time.sleep(2.5)  # well past the idle timeout: its own run is still going
+        assert first.proc.poll() is None
+        run.finish("completed")
+        deadline = time.monotonic() + 15
+        while first.proc.poll() is None:
+            assert time.monotonic() < deadline, "the idle controller did not exit"
+            time.sleep(0.1)
+        assert first.proc.returncode == 0 and not first.runtime.exists()
+    finally:
+        worker.kill()
+        worker.wait()
+        first.stop()
+        second.stop()
+
+
+def test_a_heartbeat_keeps_an_idle_controller_alive(repo_session, home):
+    controller = ControllerProcess(home, idle=1.5)
+    try:
+        for _ in range(5):  # 3 s of heartbeats every 0.6 s: twice the idle timeout
+            time.sleep(0.6)
+            assert controller.http("POST", "/api/heartbeat", {})[0] == 200
+        assert controller.proc.poll() is None
+        deadline = time.monotonic() + 15
+        while controller.proc.poll() is None:
+            assert time.monotonic() < deadline, "the controller did not exit when idle"
+            time.sleep(0.1)
+        assert controller.proc.returncode == 0 and not controller.runtime.exists()
+    finally:
+        controller.stop()

@@ -346,3 +346,66 @@ def test_an_agent_drives_a_replay_through_the_mcp_server(recorded):
         assert turn_requests(recorded["provider"], "turn one") == 0  # only the chosen turns
     finally:
         assert client.close() == 0
+
+
+def test_the_controller_page_in_a_real_browser_plans_starts_cancels_and_opens_reports(
+        recorded):
+    from test_replay import ControllerProcess
+
+    from hermes_codex_runtime.testing.browser import Browser
+
+    provider, script = recorded["provider"], recorded["script"]
+    provider.clear()
+    controller = ControllerProcess(recorded["home"])
+    try:
+        with Browser() as browser:
+            page = browser.page
+            page.navigate(controller.origin + "/")
+            item = f"#sessions li[data-ref=\"{recorded['session']}\"]"
+            page.wait_for(f"!!document.querySelector('{item}')",
+                          what="the recorded session in the list")
+            page.click(item)
+            assert page.evaluate("document.querySelector('#start').disabled") is True
+            page.type("#models", "mock-model-2")
+            page.type("#turns", "1-2")
+            page.click("#plan")
+            plan = page.wait_for("!document.querySelector('#plan-text').hidden && "
+                                 "document.querySelector('#plan-text').textContent",
+                                 what="the plan")
+            assert "v1-mock-model-2: model mock-model-2" in plan and "1-2 of 3" in plan
+            page.type("#turns", "1")  # a changed configuration must be planned again
+            assert page.evaluate("document.querySelector('#start').disabled") is True
+            page.click("#plan")
+            page.wait_for("!document.querySelector('#start').disabled", what="start enabled")
+
+            script.slow = {"turn one": 60.0}  # a run to cancel from the page
+            try:
+                page.click("#start")
+                page.wait_for("!!document.querySelector('#runs button.cancel')", 60,
+                              "the cancel button of the running run")
+                page.click("#runs button.cancel")
+                page.wait_for("[...document.querySelectorAll('#runs .status')].some("
+                              "s => s.textContent === 'cancelled')", 30, "the run cancelled")
+            finally:
+                script.slow = {}
+
+            page.click("#plan")
+            page.wait_for("!document.querySelector('#start').disabled", what="start enabled")
+            page.click("#start")
+            page.wait_for("[...document.querySelectorAll('#runs .status')].some("
+                          "s => s.textContent === 'completed')", 90, "the run completed")
+            href = page.wait_for("document.querySelector('#runs a.report-link') && "
+                                 "document.querySelector('#runs a.report-link').href",
+                                 what="the report link")
+            problems = page.problems()
+            assert problems == [], problems
+            page.navigate(href)
+            text = page.evaluate("document.body.innerText")
+            assert "Codex Replay" in text and "[mock-model-2] I wrote notes.txt." in text
+            assert page.evaluate("document.querySelectorAll('section.turn').length") == 1
+            assert page.problems() == [], page.problems()  # its CSP let its own style in
+            assert page.evaluate(
+                "getComputedStyle(document.querySelector('header')).borderBottomStyle"
+            ) == "solid"
+    finally:
+        assert controller.stop() == 0

@@ -51,8 +51,12 @@ def replay_context(prices_file: str | None = None) -> ReplayContext:
     default = settings.codex_model or hermes_model(
         SimpleNamespace(model=model_section().get("default")))
     prices = load_prices(prices_file or home / "codex-runtime" / "prices.yaml")
+    from hermes_codex_runtime.hermes.settings import load_config
+    from hermes_codex_runtime.replay.controller import controller_settings
+
+    port, idle = controller_settings(load_config())
     return ReplayContext(hermes_home=home, codex_bin=settings.codex_bin,
                          codex_home=settings.codex_home,
                          model_provider=settings.codex_model_provider, default_model=default,
                          turn_timeout=settings.turn_timeout, registry_path=str(registry_path()),
-                         prices=prices)
+                         prices=prices, controller_port=port, controller_idle_timeout=idle)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import webbrowser
@@ -82,6 +83,10 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--detach", action="store_true")
     rsub.add_parser("mcp", help="an MCP server on stdio (register it in Hermes' mcp_servers)")
+    serve = rsub.add_parser("serve", help="a web controller on 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: codex_replay.port or 43118")
+    serve.add_argument("--idle-timeout", type=float, help="seconds without a page (default 3600)")
+    serve.add_argument("--open", action="store_true", help="open it in your browser")
 
 
 def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayContext],
@@ -97,6 +102,8 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
             return 0
         if command == "run":
             return _run(args, context, out, err)
+        if command == "serve":
+            return _serve(args, context, out)
         if command == "mcp":
             from hermes_codex_runtime.replay.mcp import serve
             from hermes_codex_runtime.replay.tools import ReplayTools
@@ -268,3 +275,24 @@ def _report(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> in
     if args.open:
         webbrowser.open(html_path.as_uri())
     return 0
+
+
+def _serve(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
+    from hermes_codex_runtime.replay.controller import Controller
+
+    port, idle = context.controller_port, context.controller_idle_timeout
+    controller = Controller(context, port=args.port if args.port is not None else port,
+                            idle_timeout=args.idle_timeout or idle,
+                            session_id=os.environ.get(
+                                "HERMES_CODEX_REPLAY_CONTROLLER_ID") or None)
+    out.write(f"Codex Replay controller: {controller.url}\n"
+              f"(runtime file with the control token: {controller.runtime_file}; stops after "
+              f"{controller.idle_timeout:g} s without a page)\n")
+    out.flush()
+    if args.open:
+        webbrowser.open(controller.url)
+    try:
+        return controller.serve()
+    except KeyboardInterrupt:
+        return 0
+

@@ -61,6 +61,8 @@ class ReplayContext:
     turn_timeout: float = 600.0
     registry_path: str | None = None
     prices: dict[str, Any] = field(default_factory=dict)
+    controller_port: int = 43118
+    controller_idle_timeout: float = 3600.0
 
     @property
     def store(self) -> RunStore:

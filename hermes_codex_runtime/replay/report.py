@@ -413,6 +413,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
             f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            f"<link rel=\"icon\" href=\"data:,\">"
             f"<title>Codex Replay — {_e(title)}</title><style>{css}</style></head><body>"
             + "".join(out) + "</body></html>")
 
