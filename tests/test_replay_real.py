@@ -39,11 +39,17 @@ class Script:
     def __init__(self) -> None:
         self.slow: dict[str, float] = {}
         self.command: dict[str, str] = {}
+        self.failures: dict[str, list[Any]] = {}  # model -> replies to give first
         self.reached = threading.Event()
+        self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Any:
         from hermes_codex_runtime.testing import mock_provider as mp
 
+        with self._lock:
+            pending = self.failures.get(str(body.get("model")))
+            if pending:
+                return pending.pop(0)
         text = last_user_text(body)
         for prefix, delay in self.slow.items():
             if text.startswith(prefix) and not after_tool(body):
@@ -409,3 +415,80 @@ def test_the_controller_page_in_a_real_browser_plans_starts_cancels_and_opens_re
             ) == "solid"
     finally:
         assert controller.stop() == 0
+
+
+def test_retryable_failures_retry_in_fresh_copies_and_others_do_not(recorded):
+    from hermes_codex_runtime.testing import mock_provider as mp
+
+    provider, script = recorded["provider"], recorded["script"]
+    provider.clear()
+    script.failures = {"mock-model": [mp.server_error(), mp.server_error()],
+                       "mock-model-2": [mp.unauthorized()]}
+    try:
+        done = replay(recorded, "run", recorded["session"], "--model", "mock-model", "--model",
+                      "mock-model-2", "--turns", "1", "--yes", "--json", check=False)
+    finally:
+        script.failures = {}
+    finished = events(done)[-1]
+    assert finished["status"] == "failed", finished  # one variant failed for good
+    folder = Path(finished["run_dir"])
+    state = json.loads((folder / "state.json").read_text())
+    retried, refused = state["variants"]["v1-mock-model"], state["variants"]["v2-mock-model-2"]
+    assert retried["status"] == "completed" and retried["attempt"] == 2
+    assert sorted(p.name for p in (folder / "workspaces").iterdir()) == [
+        "v1-mock-model", "v1-mock-model-attempt-1-failed", "v1-mock-model-attempt-2-failed",
+        "v2-mock-model-2"]
+    archived = folder / "variants" / "v1-mock-model" / "attempt-1-failed" / "001.json"
+    assert json.loads(archived.read_text())["status"] == "failed"
+    log = (folder / "run.log").read_text()
+    assert "starting retry 1 of 3" in log and "starting retry 2 of 3" in log
+    assert refused["status"] == "failed" and refused.get("attempt", 0) == 0
+    assert "codex login" in refused["error"] or "401" in refused["error"] or \
+        "auth" in refused["error"].lower(), refused["error"]
+    report = json.loads((folder / "report.json").read_text())
+    assert [v["attempts"] for v in report["variants"]] == [3, 1]
+
+    provider.clear()
+    script.failures = {"mock-model": [mp.server_error()] * 4}
+    try:
+        done = replay(recorded, "run", recorded["session"], "--model", "mock-model", "--turns",
+                      "1", "--yes", "--json", check=False)
+    finally:
+        script.failures = {}
+    folder = Path(events(done)[-1]["run_dir"])
+    state = json.loads((folder / "state.json").read_text())
+    assert state["status"] == "failed"
+    assert state["variants"]["v1-mock-model"]["attempt"] == 3  # four attempts, then it stops
+    assert "failed after 3 retries" in (folder / "run.log").read_text()
+    assert turn_requests(provider, "turn one") == 4  # one request per attempt, each refused
+
+
+def test_a_token_budget_stops_a_variant_between_turns(recorded):
+    recorded["provider"].clear()
+    done = replay(recorded, "run", recorded["session"], "--model", "mock-model",
+                  "--budget-tokens", "2000", "--yes", "--json")
+    finished = events(done)[-1]
+    assert finished["status"] == "completed", finished
+    state = json.loads((Path(finished["run_dir"]) / "state.json").read_text())
+    variant = state["variants"]["v1-mock-model"]
+    assert variant["status"] == "stopped" and variant["turns_done"] == 1
+    assert "token budget 2000 reached" in variant["error"]
+    assert turn_requests(recorded["provider"], "turn two") == 0
+
+
+
+def test_a_real_hermes_export_file_is_a_source_and_nothing_starts_unconfirmed(recorded):
+    export = recorded["root"] / "export.jsonl"
+    done = subprocess.run([HERMES, "sessions", "export", str(export), "--session-id",
+                           recorded["session"]], env=hermes_env(recorded["home"]),
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and export.is_file(), done.stdout + done.stderr
+    runs = recorded["home"] / "codex-runtime" / "replays"
+    before = sorted(p.name for p in runs.iterdir()) if runs.exists() else []
+    plan = replay(recorded, "run", str(export), "--model", "mock-model", check=False)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert f"source:    export {export}#{recorded['session']}" in plan.stdout
+    assert "turns:     3 prompt(s) from user turns 1-3 of 3" in plan.stdout
+    assert "add --yes" in plan.stderr
+    assert (sorted(p.name for p in runs.iterdir()) if runs.exists() else []) == before

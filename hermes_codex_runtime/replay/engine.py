@@ -9,8 +9,8 @@ turn's record is saved the moment it completes, and the state says which turn is
 that reached codex before the crash is recovered from codex's own record of the thread
 (``thread/read``) instead of being sent again.
 
-Retries: a variant whose turn fails for a retryable reason (rate limit, overload, service,
-transport) starts over in a fresh working copy on a fresh thread, at most
+Retries: a variant whose turn fails for a retryable reason (rate limit, overload, service, the
+app-server gone) starts over in a fresh working copy on a fresh thread, at most
 :data:`RETRY_LIMIT` times; the failed attempt's copy and records are archived beside it.
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.pool import ServerPool
+from hermes_codex_runtime.protocol import FailureKind
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run, RunClosed, StoreError
 from hermes_codex_runtime.replay.workspace import (
@@ -403,7 +404,8 @@ class Runner:
                         raise Cancelled
                     failure = result.failure
                     text = result.error or "the turn failed"
-                    if failure is not None and failure.retryable:
+                    if failure is not None and (failure.retryable
+                                                or failure.kind is FailureKind.TRANSPORT):
                         self.run.save_turn(variant.name, record)
                         self.run.log(variant.name, f"turn {index}: {text}")
                         return "retry", text
