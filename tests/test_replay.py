@@ -319,7 +319,7 @@ def test_planning_resolves_the_baseline_and_writes_nothing(repo_session, home):
     ({"models": ["m", "m"]}, "twice"),
     ({"effort": "extreme"}, "--effort"),
     ({"budget_tokens": 0}, "--budget-tokens"),
-    ({"judge": "m"}, "not available yet"),
+    ({"judge": " "}, "--judge names the codex model"),
 ])
 def test_bad_requests_are_clear_errors_and_write_nothing(repo_session, home, request_changes,
                                                          message):
@@ -689,3 +689,23 @@ def test_a_heartbeat_keeps_an_idle_controller_alive(repo_session, home):
         assert controller.proc.returncode == 0 and not controller.runtime.exists()
     finally:
         controller.stop()
+
+
+def test_a_ballot_must_answer_the_whole_rubric_in_its_own_terms():
+    from hermes_codex_runtime.replay.judge import CHECKS, parse_ballot, score
+
+    good = {"checks": {k: {"a": 1, "b": None} for k in CHECKS}, "verdict": "tie"}
+    assert parse_ballot("Here it is:\n" + json.dumps(good) + "\nthanks")["verdict"] == "tie"
+    bad = [
+        ("no json here", "no JSON object"),
+        ("{not json}", "does not parse"),
+        (json.dumps({**good, "checks": {"correct": {"a": 1, "b": 1}}}), "exactly the checks"),
+        (json.dumps({**good, "checks": {k: {"a": True, "b": 0} for k in CHECKS}}), "1|0|null"),
+        (json.dumps({**good, "checks": {k: {"a": 2, "b": 0} for k in CHECKS}}), "1|0|null"),
+        (json.dumps({**good, "verdict": "C"}), "verdict"),
+    ]
+    for text, message in bad:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            parse_ballot(text)
+    assert score([1, 0, None, 1]) == pytest.approx(0.6667)
+    assert score([None, None]) is None

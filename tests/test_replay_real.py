@@ -40,6 +40,7 @@ class Script:
         self.slow: dict[str, float] = {}
         self.command: dict[str, str] = {}
         self.failures: dict[str, list[Any]] = {}  # model -> replies to give first
+        self.reviews: list[dict[str, Any]] = []
         self.reached = threading.Event()
         self._lock = threading.Lock()
 
@@ -51,6 +52,8 @@ class Script:
             if pending:
                 return pending.pop(0)
         text = last_user_text(body)
+        if text.startswith("BLIND REVIEW"):
+            return self.ballot(body, text)
         for prefix, delay in self.slow.items():
             if text.startswith(prefix) and not after_tool(body):
                 self.reached.set()
@@ -60,6 +63,19 @@ class Script:
                 self.reached.set()
                 return mp.exec_command(command)
         return agent(body)
+
+    def ballot(self, body: dict[str, Any], text: str) -> Any:
+        """The scripted reviewer: A passes everything, B fails "concise" and the rest is N/A
+        for it, A wins; a review involving mock-model-2 gets an answer that is no ballot."""
+        from hermes_codex_runtime.replay.judge import CHECKS
+        from hermes_codex_runtime.testing import mock_provider as mp
+
+        self.reviews.append(body)
+        if "[mock-model-2]" in text:
+            return mp.text("I think A is better.")
+        checks = {key: {"a": 1, "b": 0 if key == "concise" else None} for key in CHECKS}
+        return mp.text(json.dumps({"checks": checks, "verdict": "A",
+                                   "summary": "A is more to the point"}))
 
 
 @pytest.fixture(scope="module")
@@ -492,3 +508,38 @@ def test_a_real_hermes_export_file_is_a_source_and_nothing_starts_unconfirmed(re
     assert "turns:     3 prompt(s) from user turns 1-3 of 3" in plan.stdout
     assert "add --yes" in plan.stderr
     assert (sorted(p.name for p in runs.iterdir()) if runs.exists() else []) == before
+
+
+def test_a_blind_review_sees_only_anonymised_copies_and_fills_the_rubric(recorded):
+    script = recorded["script"]
+    recorded["provider"].clear()
+    script.reviews.clear()
+    done = replay(recorded, "run", recorded["session"], "--model", "mock-model", "--model",
+                  "mock-model-2", "--turns", "2-3", "--judge", "mock-model", "--yes", "--json")
+    finished = events(done)[-1]
+    assert finished["status"] == "completed", finished
+    folder = Path(finished["run_dir"])
+    report = json.loads((folder / "report.json").read_text())
+    judged, invalid = report["judge"]["v1-mock-model"], report["judge"]["v2-mock-model-2"]
+    assert judged["status"] == "completed" and judged["model"] == "mock-model"
+    mapping = judged["candidate_mapping"]
+    assert sorted(mapping.values()) == ["original", "v1-mock-model"]
+    assert judged["winner"] == mapping["A"]  # the letters are mapped back to the sides
+    assert judged["scores"] == {mapping["A"]: 1.0, mapping["B"]: 0.0}
+    assert {c["id"]: (c["a"], c["b"]) for c in judged["checks"]}["concise"] == (1, 0)
+    assert next(c["id"] for c in judged["checks"]) == "answers_the_request"
+    assert invalid["status"] == "invalid" and "no JSON object" in invalid["error"]
+    assert len(script.reviews) == 2
+    for body in script.reviews:
+        texts = json.dumps(body)
+        assert "review-workspaces" in texts  # it ran in its own review workspace…
+        assert str(folder / "workspaces") not in texts  # not the variants' copies…
+        assert str(recorded["project"]) not in texts  # …nor the user's project
+        shown = last_user_text(body).split("candidate-a.json:")[1]
+        assert "original" not in shown and "mock-model\"" not in shown  # nothing names a side
+        assert "turn one" not in shown  # only the replayed turns, on both sides
+    assert not (folder / "review-workspaces").exists()  # …removed afterwards
+    page = (folder / "report.html").read_text()
+    assert "Blind review" in page and "Pass" in page and "N/A" in page
+    assert "No validated blind review ballot" not in page and "invalid" in page
+

@@ -114,8 +114,9 @@ def prepare(context: ReplayContext, request: RunRequest) -> tuple[Transcript, Pl
         raise ReplayError(f"--parallel is 1-{MAX_PARALLEL}")
     if request.budget_tokens is not None and request.budget_tokens < 1:
         raise ReplayError("--budget-tokens must be a positive number of tokens")
-    if request.judge is not None:
-        raise ReplayError("--judge (the blind review) is not available yet")
+    if request.judge is not None and (not isinstance(request.judge, str)
+                                      or not request.judge.strip()):
+        raise ReplayError("--judge names the codex model of the blind review")
     models = [m.strip() for m in request.models if m and m.strip()]
     if len(set(models)) != len(models):
         raise ReplayError("the same --model is named twice")
@@ -153,6 +154,9 @@ def describe_plan(transcript: Transcript, plan: Plan, run_dir: Path | None = Non
                  + (f"; budget {plan.budget_tokens} tokens per variant"
                     if plan.budget_tokens else ""))
     where = run_dir or Path("$HERMES_HOME/codex-runtime/replays/<run-id>")
+    if plan.judge:
+        lines.append(f"review:    a blind review of each variant against the original by "
+                     f"{plan.judge}")
     lines.append(f"working copies: {where}/workspaces/<variant> (your checkout is not touched)")
     return "\n".join(lines)
 

@@ -216,6 +216,8 @@ class Runner:
             with ThreadPoolExecutor(max_workers=max(1, self.plan.parallel),
                                     thread_name_prefix="replay-variant") as pool:
                 outcomes = list(pool.map(self._variant_guarded, self.plan.variants))
+            if self.plan.judge and not self._stop.is_set():
+                self._judge([name for name, status in outcomes if status == "completed"])
             pids = {v.get("app_server_pid") for v in (self.run.state().get("variants") or {})
                     .values() if v.get("app_server_pid")}
             self.run.log("controller", f"{len(pids)} codex app-server process(es) for "
@@ -237,6 +239,38 @@ class Runner:
                 log.exception("writing the replay report failed")
                 self.run.log("controller", f"writing the report failed: {exc}")
         return str(self.run.state().get("status"))
+
+    def _judge(self, names: list[str]) -> None:
+        """The blind review of each completed variant (its outcome never fails the run)."""
+        from hermes_codex_runtime.replay.judge import review
+
+        assert self.plan.judge is not None
+        for variant in self.plan.variants:
+            if variant.name not in names or self._stop.is_set():
+                continue
+            self.run.log(f"review:{variant.name}", f"blind review by {self.plan.judge}")
+            try:
+                outcome = review(self.run, variant=variant.name, model=self.plan.judge,
+                                 transcript=self.transcript,
+                                 records=self.run.turns(variant.name),
+                                 turns=[i for i, _ in self.prompts]
+                                 if self.plan.mode == "turns" else list(self.plan.turns),
+                                 settings=self._settings(self.run.dir, variant), pool=self.pool)
+            except Exception as exc:  # the replay's results stand without a review
+                log.exception("the blind review of %s failed", variant.name)
+                outcome = {"status": "failed", "model": self.plan.judge,
+                           "error": f"{type(exc).__name__}: {exc}"}
+            self.run.log(f"review:{variant.name}", f"{outcome['status']}"
+                         + (f": {outcome.get('error')}" if outcome.get("error") else
+                            f", verdict {outcome.get('verdict')} ({outcome.get('winner')})"))
+
+            def store(state: dict[str, Any], name: str = variant.name,
+                      result: dict[str, Any] = outcome) -> None:
+                state.setdefault("judge", {})[name] = result
+            try:
+                self.run.update(store)
+            except RunClosed:
+                raise Cancelled from None
 
     def stop(self) -> None:
         """Stop at the next turn boundary and interrupt running turns (cancel/shutdown)."""

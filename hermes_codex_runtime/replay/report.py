@@ -439,16 +439,34 @@ def _tools(calls: Any) -> str:
 
 
 def _judge_html(judge: Mapping[str, Any]) -> str:
-    if judge.get("status") != "completed":
-        error = judge.get("error") or "No validated blind review ballot is available."
-        return f"<p>{_e(error)}</p>"
-    rows = []
-    for check in judge.get("checks") or []:
-        cells = "".join(f"<td>{_e({1: 'Pass', 0: 'Fail'}.get(check.get(k), 'N/A'))}</td>"
-                        for k in ("a", "b"))
-        rows.append(f"<tr><td>{_e(check.get('label'))}</td>{cells}</tr>")
-    mapping = judge.get("candidate_mapping") or {}
-    return (f"<p class=\"muted\">reviewer {_e(judge.get('model'))}; A = {_e(mapping.get('A'))}, "
-            f"B = {_e(mapping.get('B'))}</p><table><tr><th>check</th><th>A</th><th>B</th></tr>"
-            + "".join(rows) + "</table>"
-            + f"<p>verdict: {_e(judge.get('verdict'))}</p>")
+    parts = []
+    for variant, outcome in judge.items():
+        if not isinstance(outcome, Mapping):
+            continue
+        parts.append(f"<h3>{_e(variant)}</h3>")
+        if outcome.get("status") != "completed":
+            error = outcome.get("error") or "No validated blind review ballot is available."
+            parts.append(f"<p>{_e(outcome.get('status'))}: {_e(error)}</p>")
+            continue
+        mapping = outcome.get("candidate_mapping") or {}
+        rows = []
+        for check in outcome.get("checks") or []:
+            cells = "".join(f"<td>{_e({1: 'Pass', 0: 'Fail'}.get(check.get(k), 'N/A'))}</td>"
+                            for k in ("a", "b"))
+            rows.append(f"<tr><td>{_e(check.get('label'))}</td>{cells}</tr>")
+        scores = outcome.get("scores") or {}
+        winner = "Tie" if outcome.get("winner") == "tie" else outcome.get("winner")
+        parts.append(
+            f"<p class=\"muted\">reviewer {_e(outcome.get('model'))}, blind: A was "
+            f"{_e(mapping.get('A'))}, B was {_e(mapping.get('B'))}</p><table><tr><th>check</th>"
+            f"<th>A ({_e(mapping.get('A'))})</th><th>B ({_e(mapping.get('B'))})</th></tr>"
+            + "".join(rows) + "<tr><td>score</td>" + "".join(
+                f"<td>{_pct(scores.get(mapping.get(k)))}</td>" for k in ("A", "B"))
+            + "</tr></table>"
+            + f"<p>verdict: {_e(winner)}"
+            + (f" — {_e(outcome.get('summary'))}" if outcome.get("summary") else "") + "</p>")
+    return "".join(parts) or "<p>No validated blind review ballot is available.</p>"
+
+
+def _pct(value: Any) -> str:
+    return f"{value:.0%}" if isinstance(value, int | float) else "N/A"
