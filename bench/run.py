@@ -12,9 +12,10 @@ first use.
 After the per-client scenarios come the fleet scenarios (``bench/fleet.py``: N concurrent
 sessions in one Hermes process and through a gateway, per app-server layout; a remote ws endpoint
 against local stdio) and the knee of one app-server (``bench/knee.py``), stored under ``fleet``,
-``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table.
-``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` skip them; so does a ``BENCH_SCENARIOS`` that does not name
-them (``agents``, ``gateway``, ``remote``, ``knee``).
+``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table, and the
+replay runner's figures (``bench/replay.py``, under ``replay``).
+``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` skip them; so does a ``BENCH_SCENARIOS``
+that does not name them (``agents``, ``gateway``, ``remote``, ``knee``, ``replay``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # fleet, knee: also when this file is l
 
 import fleet  # noqa: E402
 import knee  # noqa: E402
+import replay as replay_bench  # noqa: E402
 
 from hermes_codex_runtime.generated import replace_block  # noqa: E402
 from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
@@ -239,6 +241,9 @@ def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
     if os.environ.get("BENCH_KNEE", "1") != "0" and (not wanted or "knee" in wanted):
         print("knee:", flush=True)
         out["knee"] = knee.run_knee(codex_bin)
+    if os.environ.get("BENCH_REPLAY", "1") != "0" and (not wanted or "replay" in wanted):
+        print("replay:", flush=True)
+        out["replay"] = replay_bench.run_replay_bench(codex_bin)
     return out
 
 
@@ -368,6 +373,7 @@ def render(report: dict[str, Any]) -> str:
     lines += fleet.render_lines(report.get("fleet"), report.get("remote"),
                                 report.get("targets", []))
     lines += knee.render_lines(report.get("knee"))
+    lines += replay_bench.render_lines(report.get("replay"))
     return "\n".join(lines) + "\n"
 
 
