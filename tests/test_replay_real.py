@@ -149,6 +149,16 @@ def turn_requests(provider: Any, prefix: str, model: str | None = None) -> int:
                and (model is None or body.get("model") == model))
 
 
+def turn_context(recorded: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    """The settings codex itself recorded for the thread's first turn (its rollout)."""
+    [rollout] = (recorded["root"] / "codex-home" / "sessions").rglob(f"*{thread_id}.jsonl")
+    for line in rollout.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("type") == "turn_context":
+            return dict(entry["payload"])
+    raise AssertionError(f"no turn_context in {rollout}")
+
+
 def wait_for(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -203,6 +213,11 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
             assert set(turn["usage"]) == {"input", "cache_read", "cache_write", "output",
                                           "reasoning", "total"}
             assert 0 <= turn["similarity"] <= 1
+        context = turn_context(recorded, variant["thread_id"])  # unattended and sandboxed
+        assert context["approval_policy"] == "never"
+        assert context["sandbox_policy"]["type"] == "workspace-write"
+        assert context["sandbox_policy"]["network_access"] is False
+        assert context["cwd"] == str(folder / "workspaces" / variant["name"])
         usage = variant["usage"]
         # the mock reports 1200 input (400 cached), 80 output (16 reasoning) per response;
         # turn one has two responses (the tool call, then the answer): 4 responses in all
@@ -479,10 +494,10 @@ def test_retryable_failures_retry_in_fresh_copies_and_others_do_not(recorded):
     assert turn_requests(provider, "turn one") == 4  # one request per attempt, each refused
 
 
-def test_a_token_budget_stops_a_variant_between_turns(recorded):
+def test_a_token_budget_stops_a_variant_between_turns_and_options_reach_codex(recorded):
     recorded["provider"].clear()
     done = replay(recorded, "run", recorded["session"], "--model", "mock-model",
-                  "--budget-tokens", "2000", "--yes", "--json")
+                  "--budget-tokens", "2000", "--network", "--effort", "high", "--yes", "--json")
     finished = events(done)[-1]
     assert finished["status"] == "completed", finished
     state = json.loads((Path(finished["run_dir"]) / "state.json").read_text())
@@ -490,6 +505,9 @@ def test_a_token_budget_stops_a_variant_between_turns(recorded):
     assert variant["status"] == "stopped" and variant["turns_done"] == 1
     assert "token budget 2000 reached" in variant["error"]
     assert turn_requests(recorded["provider"], "turn two") == 0
+    assert turn_context(recorded, variant["thread_id"])["sandbox_policy"]["network_access"] is True
+    assert {(body.get("reasoning") or {}).get("effort")
+            for body in recorded["provider"].requests} == {"high"}
 
 
 
