@@ -229,16 +229,22 @@ class Runner:
         failed = [name for name, status in outcomes if status == "failed"]
         status = "failed" if failed else "completed"
         error = f"variant(s) failed: {', '.join(failed)}" if failed else None
+        # the report first, so a run is never seen finished without one
+        self._write_report(status)
         if self.run.finish(status, error=error):
             self.run.log("controller", f"run {status}" + (f": {error}" if error else ""))
-            from hermes_codex_runtime.replay.report import write_report
-
-            try:
-                write_report(self.run)
-            except Exception as exc:  # the results are saved; `replay report` rebuilds it
-                log.exception("writing the replay report failed")
-                self.run.log("controller", f"writing the report failed: {exc}")
+        else:  # a cancel landed first: the report says so
+            self._write_report(None)
         return str(self.run.state().get("status"))
+
+    def _write_report(self, status: str | None) -> None:
+        from hermes_codex_runtime.replay.report import write_report
+
+        try:
+            write_report(self.run, status=status)
+        except Exception as exc:  # the results are saved; `replay report` rebuilds it
+            log.exception("writing the replay report failed")
+            self.run.log("controller", f"writing the report failed: {exc}")
 
     def _judge(self, names: list[str]) -> None:
         """The blind review of each completed variant (its outcome never fails the run)."""

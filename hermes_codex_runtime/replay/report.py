@@ -154,8 +154,9 @@ def _ranges(indices: Sequence[int]) -> str:
     return ", ".join(out)
 
 
-def build_report(run: Run) -> dict[str, Any]:
-    """The report as data, from the run's state, source and turn records."""
+def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
+    """The report as data, from the run's state, source and turn records (``status``: the
+    run's final status when the runner writes it just before recording it)."""
     from hermes_codex_runtime.replay.engine import Plan, variant_changes
 
     state = run.state()
@@ -205,7 +206,7 @@ def build_report(run: Run) -> dict[str, Any]:
     original_buckets = original_usage(transcript)
     return {
         "schema": REPORT_SCHEMA, "run_id": run.id, "generated_at": time.time(),
-        "status": state.get("status"),
+        "status": status or state.get("status"),
         "source": {k: v for k, v in transcript.to_json().items() if k != "turns"}
         | {"turns_total": len(transcript.turns)},
         "baseline": plan.baseline.to_json(),
@@ -221,9 +222,9 @@ def build_report(run: Run) -> dict[str, Any]:
     }
 
 
-def write_report(run: Run) -> dict[str, Any]:
+def write_report(run: Run, status: str | None = None) -> dict[str, Any]:
     """Build and write ``report.json`` and ``report.html``; returns the report."""
-    report = build_report(run)
+    report = build_report(run, status)
     run.save_json("report.json", report)
     page = render_html(report)
     path = run.dir / "report.html"
