@@ -125,6 +125,32 @@ def test_identities_hold_when_the_wall_clock_boot_time_flips_by_a_second(tmp_pat
             proc.wait()
 
 
+def test_an_orphan_whose_launcher_execd_codex_is_still_reaped(tmp_path):
+    """A ``codex_bin`` that is a shell wrapper execs the real binary: the command line recorded
+    at spawn is the wrapper's. The kernel start time still names the process."""
+    import time
+
+    registry = ProcessRegistry(tmp_path / "processes.json")
+    launcher = subprocess.Popen(["sh", "-c", "sleep 2; exec sleep 60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    try:
+        registry.register(launcher.pid)
+        assert registry.entries()[str(launcher.pid)]["cmdline"][0] == "sh"
+        with registry._locked() as data:
+            data["processes"][str(launcher.pid)]["owner_pid"] = gone.pid
+        deadline = time.monotonic() + 10
+        while psutil.Process(launcher.pid).cmdline()[0] != "sleep":
+            assert time.monotonic() < deadline, "the launcher never exec'd"
+            time.sleep(0.05)
+        assert registry.reap_orphans() == [launcher.pid]
+        launcher.wait(timeout=5)
+        assert registry.entries() == {}
+    finally:
+        launcher.kill()
+        launcher.wait()
+
+
 def test_stores_are_private_atomic_and_survive_corruption(tmp_path, caplog):
     bindings = ThreadBindings(tmp_path / "threads.json")
     bindings.set("session-1", "thread-1")

@@ -4,9 +4,12 @@ codex normally exits when its stdin closes — but a wedged codex, or MCP server
 their own sessions, can outlive a host that was killed with SIGKILL. Every spawned app-server is
 recorded (PID, create time, command line, and the owning host's PID + create time) in one JSON
 file; on the next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
-Identities are re-checked (PID + start time + command line) before any signal, so a recycled PID
-is never signalled; the start time is the kernel's, counted from boot (:func:`proctree.started`),
-because psutil's wall-clock ``create_time`` can move by a whole second between two reads.
+Identities are re-checked (PID + start time) before any signal, so a recycled PID is never
+signalled; the start time is the kernel's, counted from boot (:func:`proctree.started`), because
+psutil's wall-clock ``create_time`` can move by a whole second between two reads. The command
+line is not part of the identity: a launcher that execs codex (a shell wrapper as ``codex_bin``)
+has another one by the time it is reaped; it is compared only for entries written before the
+start stamp existed.
 Writes are atomic and serialised across processes with ``flock``; a corrupt
 file reads as empty (with a warning).
 """
@@ -144,9 +147,15 @@ class ProcessRegistry:
                     if _same(entry, "owner_", _identity(owner_pid)):
                         continue  # its host is alive: not an orphan
                     current = _identity(pid)
+                    # The kernel's start time identifies a process for good; the command line
+                    # is checked only for entries without it (a launcher that execs codex —
+                    # a shell wrapper — changes its command line after it was recorded).
                     if not _same(entry, "", current) or (
-                            current is not None and cmdline and current[2] != cmdline):
+                            current is not None and cmdline and "start" not in entry
+                            and current[2] != cmdline):
                         data["processes"].pop(key, None)  # gone, or the PID was recycled
+                        log.info("forgetting the orphan candidate pid %s: it is gone or the "
+                                 "PID now belongs to another process", pid)
                         continue
                 except (KeyError, TypeError, ValueError):
                     data["processes"].pop(key, None)
