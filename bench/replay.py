@@ -8,7 +8,7 @@ On the real codex binary and the loopback mock provider (its time to first byte
 * ``overhead`` — the same prompts as bare warm turns through ``CodexSession`` (the floor: one
   thread, turns back to back), then as a one-variant replay through the real runner process.
   Reported: the bare turn p50, the replayed turn p50 (the runner's own clock around
-  ``run_turn``), the gap between one turn's record and the next turn's start (state writes,
+  ``run_turn``), the gap between one turn's end and the next turn's start (state writes,
   records, logging), and the whole run's wall time from ``create_run`` to ``completed``
   (runner start-up, app-server start, report included).
 * ``parallel`` — ``BENCH_REPLAY_VARIANTS`` (default 4) variants of the same session, all at once

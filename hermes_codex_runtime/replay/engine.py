@@ -433,12 +433,13 @@ class Runner:
                 self.run.log(variant.name, f"turn {index}: sending")
                 started_at = time.time()
                 result = session.run_turn(prompt, history_seed=self._seed(variant))
+                finished_at = time.time()
                 if result.thread_id:
                     conn = session.connection
                     self._set_variant(variant.name, thread_id=result.thread_id,
                                       model=result.model or session.model,
                                       app_server_pid=conn.pid if conn is not None else None)
-                record = self._record(index, prompt, result, started_at)
+                record = self._record(index, prompt, result, started_at, finished_at)
                 if not result.ok:
                     if self._stop.is_set():
                         raise Cancelled
@@ -493,17 +494,17 @@ class Runner:
                 "the runner stopped during this turn; recovered from codex's thread history",
                 "recovered": True, "started_at": None, "finished_at": time.time()}
 
-    def _record(self, index: int, prompt: str, result: TurnResult,
-                started_at: float) -> dict[str, Any]:
+    def _record(self, index: int, prompt: str, result: TurnResult, started_at: float,
+                finished_at: float) -> dict[str, Any]:
         status = "completed" if result.ok else ("interrupted" if result.interrupted else
                                                 "timed_out" if result.timed_out else "failed")
         return {"index": index, "user_text": prompt, "status": status,
                 "final_text": result.final_text, "tool_calls": tool_calls_of(result),
-                "usage": usage_of(result), "elapsed": round(time.time() - started_at, 3),
+                "usage": usage_of(result), "elapsed": round(finished_at - started_at, 3),
                 "turn_id": result.turn_id, "thread_id": result.thread_id,
                 "model": result.model, "error": result.error,
                 "failure": result.failure.kind.value if result.failure else None,
-                "recovered": False, "started_at": started_at, "finished_at": time.time()}
+                "recovered": False, "started_at": started_at, "finished_at": finished_at}
 
     def _event(self, variant: str, event: CodexEvent) -> None:
         if event.kind == "tool_started" and event.tool is not None:
