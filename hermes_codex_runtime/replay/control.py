@@ -194,11 +194,11 @@ def spawn_runner(run: Run) -> int:
             start_new_session=True, close_fds=True)
     run.update(lambda s: s.update(runner=identity(proc.pid), runner_started_at=time.time()))
     run.log("controller", f"runner started (pid {proc.pid})")
-    _reaped_by_init(proc)
+    _collect_exit(proc)
     return proc.pid
 
 
-def _reaped_by_init(proc: subprocess.Popen[bytes]) -> None:
+def _collect_exit(proc: subprocess.Popen[bytes]) -> None:
     """The runner outlives this command; a thread collects its exit status if it ends first,
     so it never lingers as a zombie of a long-lived controller."""
     import threading
@@ -206,15 +206,20 @@ def _reaped_by_init(proc: subprocess.Popen[bytes]) -> None:
     threading.Thread(target=proc.wait, name=f"replay-runner-{proc.pid}", daemon=True).start()
 
 
+def _open(context: ReplayContext, run_id: Any) -> tuple[Run, dict[str, Any]]:
+    """A run and its state, or a :class:`ReplayError` saying why not."""
+    try:
+        run = context.store.run(run_id)
+        return run, run.state()
+    except StoreError as exc:
+        raise ReplayError(str(exc)) from exc
+
+
 def cancel_run(context: ReplayContext, run_id: Any, *, controller: str | None = None,
                reason: str = "user_requested") -> dict[str, Any]:
     """Cancel a run: record ``cancelled`` (terminal), then kill its runner's process group and
     every descendant. Idempotent; a run owned by another controller is refused."""
-    try:
-        run = context.store.run(run_id)
-        state = run.state()
-    except StoreError as exc:
-        raise ReplayError(str(exc)) from exc
+    run, state = _open(context, run_id)
     if controller is not None and state.get("controller") != controller:
         raise ReplayError(f"run {run.id} belongs to another controller")
     if state.get("status") in TERMINAL:
@@ -259,11 +264,7 @@ def _in_group(proc: psutil.Process, pgid: int) -> bool:
 def resume_run(context: ReplayContext, run_id: Any) -> Run:
     """Continue an ``interrupted`` (or ``failed``) run from its last saved turns."""
     reconcile(context)
-    try:
-        run = context.store.run(run_id)
-        state = run.state()
-    except StoreError as exc:
-        raise ReplayError(str(exc)) from exc
+    run, state = _open(context, run_id)
     status = state.get("status")
     if status in ("completed", "cancelled"):
         raise ReplayError(f"run {run.id} is {status}; start a new run instead")
@@ -284,11 +285,7 @@ def resume_run(context: ReplayContext, run_id: Any) -> Run:
 def run_view(context: ReplayContext, run_id: Any) -> dict[str, Any]:
     """A run's state for display: status, per-variant progress and a bounded log tail."""
     reconcile(context)
-    try:
-        run = context.store.run(run_id)
-        state = run.state()
-    except StoreError as exc:
-        raise ReplayError(str(exc)) from exc
+    run, state = _open(context, run_id)
     plan = state.get("plan") or {}
     prompts = 1 if plan.get("mode") == "single-prompt" else len(plan.get("turns") or [])
     variants = []
