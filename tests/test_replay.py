@@ -709,3 +709,64 @@ def test_a_ballot_must_answer_the_whole_rubric_in_its_own_terms():
             parse_ballot(text)
     assert score([1, 0, None, 1]) == pytest.approx(0.6667)
     assert score([None, None]) is None
+
+
+def test_which_failures_a_variant_retries():
+    from hermes_codex_runtime.protocol import Failure, FailureKind
+    from hermes_codex_runtime.replay.engine import retryable
+
+    again = {FailureKind.RATE_LIMIT, FailureKind.OVERLOADED, FailureKind.SERVICE,
+             FailureKind.TRANSPORT}
+    for kind in FailureKind:
+        assert retryable(Failure(kind, "x")) is (kind in again), kind
+    assert retryable(None) is False
+
+
+def test_controller_port_and_idle_timeout_come_from_config_or_the_environment(monkeypatch):
+    from hermes_codex_runtime.replay.controller import controller_settings
+
+    monkeypatch.delenv("HERMES_CODEX_REPLAY_PORT", raising=False)
+    monkeypatch.delenv("HERMES_CODEX_REPLAY_IDLE_TIMEOUT", raising=False)
+    assert controller_settings({}) == (43118, 3600.0)  # an hour without a page
+    assert controller_settings({"codex_replay": {"port": 5000, "idle_timeout": 90}}) == \
+        (5000, 90.0)
+    monkeypatch.setenv("HERMES_CODEX_REPLAY_PORT", "5001")
+    monkeypatch.setenv("HERMES_CODEX_REPLAY_IDLE_TIMEOUT", "2.5")
+    assert controller_settings({"codex_replay": {"port": 5000}}) == (5001, 2.5)
+    monkeypatch.delenv("HERMES_CODEX_REPLAY_PORT")
+    monkeypatch.delenv("HERMES_CODEX_REPLAY_IDLE_TIMEOUT")
+    for section, message in (({"port": "http"}, "codex_replay.port"),
+                             ({"port": 70000}, "codex_replay.port"),
+                             ({"idle_timeout": 0}, "codex_replay.idle_timeout"),
+                             ({"idle_timeout": True}, "codex_replay.idle_timeout")):
+        with pytest.raises(ReplayError, match=message):
+            controller_settings({"codex_replay": section})
+    with pytest.raises(ReplayError, match="must be a mapping"):
+        controller_settings({"codex_replay": [1]})
+
+
+def test_the_controller_listens_on_loopback_only_and_serves_report_downloads(finished_run,
+                                                                           home):
+    import psutil
+
+    _, run = finished_run
+    controller = ControllerProcess(home)
+    try:
+        listening = [c.laddr for c in psutil.Process(controller.proc.pid).net_connections()
+                     if c.status == psutil.CONN_LISTEN]
+        assert [(a.ip, a.port) for a in listening] == [("127.0.0.1", controller.port)]
+        status, headers, body = controller.http("POST", "/api/download",
+                                                {"run_id": run.id, "format": "html"})
+        assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+        assert headers["Content-Disposition"] == \
+            f'attachment; filename="codex-replay-{run.id}-report.html"'
+        assert body == (run.dir / "report.html").read_bytes()
+        status, _, _ = controller.http("POST", "/api/download",
+                                       {"run_id": run.id, "format": "json"},
+                                       origin="http://evil.example")
+        assert status == 403
+        status, _, body = controller.http("POST", "/api/download",
+                                          {"run_id": run.id, "format": "pdf"})
+        assert status == 400 and b"format must be one of json, html" in body
+    finally:
+        assert controller.stop() == 0

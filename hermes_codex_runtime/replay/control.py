@@ -38,7 +38,6 @@ from hermes_codex_runtime.replay.workspace import WorkspaceError, resolve_baseli
 from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants
 
 MAX_PARALLEL = 8
-ACTIVE_STATES = ACTIVE
 FORMATS = ("json", "html")
 MIME = {"json": "application/json", "html": "text/html"}
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")

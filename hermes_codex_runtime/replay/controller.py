@@ -42,7 +42,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from hermes_codex_runtime import __version__
 from hermes_codex_runtime.replay.control import ReplayContext, ReplayError
-from hermes_codex_runtime.replay.store import ACTIVE, RunStore, StoreError, alive, check_run_id
+from hermes_codex_runtime.replay.store import ACTIVE, StoreError, alive, check_run_id
 from hermes_codex_runtime.replay.tools import ReplayTools, ToolError
 from hermes_codex_runtime.wire.files import atomic_write_json
 
@@ -111,7 +111,7 @@ class Controller:
 
     def owns_live_run(self) -> bool:
         """Whether a run of this controller is still going (then it never exits on idle)."""
-        for run in RunStore(self.context.store.root).runs():
+        for run in self.context.store.runs():
             try:
                 state = run.state()
             except StoreError:

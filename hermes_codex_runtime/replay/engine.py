@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.pool import ServerPool
-from hermes_codex_runtime.protocol import FailureKind
+from hermes_codex_runtime.protocol import Failure, FailureKind
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run, RunClosed, StoreError
 from hermes_codex_runtime.replay.workspace import (
@@ -132,6 +132,13 @@ def parse_turns(spec: str | None, count: int) -> list[int]:
     return sorted(chosen)
 
 
+def retryable(failure: Failure | None) -> bool:
+    """Whether a failed turn is worth a fresh attempt: what may pass without any change (rate
+    limit, overload, the provider's service) and a lost app-server. A bad request, a login, a
+    policy refusal or a timeout would only fail again."""
+    return failure is not None and (failure.retryable or failure.kind is FailureKind.TRANSPORT)
+
+
 def tool_calls_of(result: TurnResult) -> list[dict[str, str]]:
     """``[{name, arguments}]`` of the tools codex ran in a turn."""
     calls = []
@@ -187,8 +194,7 @@ class Runner:
     """Runs (or continues) one run. ``settings`` makes a variant's session settings (tests and
     the CLI pass the codex binary/home in through the plan; this is the seam for a fake)."""
 
-    def __init__(self, run: Run, *, pool: ServerPool | None = None,
-                 on_event: Callable[[str, CodexEvent], None] | None = None) -> None:
+    def __init__(self, run: Run, *, pool: ServerPool | None = None) -> None:
         self.run = run
         state = run.state()
         self.plan = Plan.from_json(state["plan"])
@@ -196,7 +202,6 @@ class Runner:
         self.prompts = self.plan.prompts(self.transcript)
         self.pool = pool or ServerPool()
         self._own_pool = pool is None
-        self._on_event = on_event
         self._stop = threading.Event()
         self._sessions: dict[str, CodexSession] = {}
         self._lock = threading.Lock()
@@ -445,8 +450,7 @@ class Runner:
                         raise Cancelled
                     failure = result.failure
                     text = result.error or "the turn failed"
-                    if failure is not None and (failure.retryable
-                                                or failure.kind is FailureKind.TRANSPORT):
+                    if retryable(failure):
                         self.run.save_turn(variant.name, record)
                         self.run.log(variant.name, f"turn {index}: {text}")
                         return "retry", text
@@ -514,8 +518,6 @@ class Runner:
             self.run.log(f"{variant}:stdout", event.text.rstrip()[-2000:])
         elif event.kind in ("retrying", "notice", "config_warning"):
             self.run.log(variant, event.text)
-        if self._on_event is not None:
-            self._on_event(variant, event)
 
 
 def variant_changes(run: Run, variants: Sequence[Variant]) -> dict[str, dict[str, Any]]:

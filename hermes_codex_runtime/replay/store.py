@@ -82,10 +82,7 @@ def alive(owner: Any) -> bool:
 
 
 def _read_json(path: Path, limit: int = MAX_STATE_BYTES) -> Any:
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise
+    size = path.stat().st_size  # FileNotFoundError: the caller says what is missing
     if size > limit:
         raise StoreError(f"{path} is too large to display ({size} bytes)")
     return json.loads(path.read_text(encoding="utf-8"))

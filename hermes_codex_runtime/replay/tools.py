@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hermes_codex_runtime.replay.control import (
-    ACTIVE_STATES,
     ReplayContext,
     ReplayError,
     RunRequest,
@@ -36,7 +35,7 @@ from hermes_codex_runtime.replay.control import (
     spawn_runner,
 )
 from hermes_codex_runtime.replay.sources import SourceError, Transcript, list_sessions
-from hermes_codex_runtime.replay.store import StoreError
+from hermes_codex_runtime.replay.store import ACTIVE, StoreError
 
 _RUN_ARGS: dict[str, Any] = {
     "source": {"type": "string", "description": "a Hermes session id (or unique prefix), an "
@@ -239,4 +238,4 @@ class ReplayTools:
 
     def active_runs(self) -> int:
         """How many of this controller's runs are pending or running."""
-        return sum(1 for r in self.recent_runs(1000) if r["status"] in ACTIVE_STATES)
+        return sum(1 for r in self.recent_runs(1000) if r["status"] in ACTIVE)
