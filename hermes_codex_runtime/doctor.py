@@ -1,8 +1,10 @@
-"""``hermes-codex-runtime doctor``: why doesn't it work on my machine?
+"""The codex side of ``doctor``: why doesn't it work on my machine?
 
-Owns the codex-side checks (binary, version, ``CODEX_HOME``, configuration, login, readiness for
-the minimal ``PATH`` of gateway and cron) and the report format; the Hermes-side checks live in
-:mod:`hermes_codex_runtime.hermes.diagnose`. Every check is ok / warn / fail with the exact fix.
+Owns the host-neutral checks (binary, version, ``CODEX_HOME``, configuration, login, readiness for
+a service's minimal ``PATH``, the environment that reaches codex, the app-servers) and the report
+format. Every check is ok / warn / fail with the exact fix; a fix names the host's setting or
+command through :class:`Wording`, which the host passes in (the Hermes adapter:
+:mod:`hermes_codex_runtime.hermes.diagnose`). Nothing here knows a host.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from hermes_codex_runtime.protocol import invalid_configuration
+from hermes_codex_runtime.protocol import invalid_configuration, login_missing
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinary,
@@ -45,46 +47,67 @@ class Check:
     fix: str = ""
 
 
-#: Where Hermes keeps the codex binary setting (the wire layer's words are host-neutral).
-BINARY_FIX = ("In Hermes that is `model.codex_bin` in ~/.hermes/config.yaml; `pip install "
-              "'hermes-codex-runtime[codex]'` installs a codex the plugin finds by itself.")
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """How the host names, in a fix, its settings and the commands that work as installed."""
+
+    #: where the codex binary is set (the host's key and file)
+    binary_setting: str = "the codex binary setting"
+    #: where the codex home is set
+    home_setting: str = "the codex home setting (or CODEX_HOME)"
+    #: how to run exactly the codex (binary and home) the plugin uses
+    codex_command: str = "codex"
+    #: a command that installs a codex the plugin finds by itself
+    install_codex: str = "pip install openai-codex-cli-bin"
+
+    def login(self) -> str:
+        """The login command."""
+        return f"{self.codex_command} login"
 
 
-def check_binary(setting: str | None) -> tuple[Check, CodexBinary | None]:
-    """Is there a codex, from where, and is it new enough?"""
+def check_binary(setting: str | None, wording: Wording = Wording()) -> tuple[Check,
+                                                                             CodexBinary | None]:
+    """Is there a codex, from where (its full path), and is it new enough?"""
     try:
         binary = resolve_codex_binary(setting)
         version = probe_version(binary)
     except WireError as exc:
-        problem = getattr(exc, "problem", str(exc)).replace(SETTING_LABEL, "model.codex_bin")
-        fix = " ".join(p for p in (getattr(exc, "fix", ""), BINARY_FIX) if p)
+        problem = getattr(exc, "problem", str(exc)).replace(SETTING_LABEL,
+                                                            wording.binary_setting)
+        fix = (f"Point {wording.binary_setting} at the codex executable, or install the tested "
+               f"codex: `{wording.install_codex}`.")
+        own = getattr(exc, "fix", "")
+        if own and "Install codex" not in own:  # a fix for THIS problem (e.g. chmod +x)
+            fix = f"{own} {fix}"
         return Check("codex binary", FAIL, problem, fix), None
-    return Check("codex binary", OK, f"codex {'.'.join(map(str, version))}, "
-                 f"{tested_note(version)} ({binary.source}: {binary.path})"), binary
+    return Check("codex binary", OK, f"{binary.path} (from {binary.source}): codex "
+                 f"{'.'.join(map(str, version))}, {tested_note(version)}"), binary
 
 
-def check_codex_home(setting: str | None) -> Check:
+def check_codex_home(setting: str | None, wording: Wording = Wording()) -> Check:
     """Can codex keep its login, config and sessions there?"""
     home = codex_home_path(setting)
     explicit = bool(setting or os.environ.get("CODEX_HOME"))
     if not home.exists() and not explicit:
         return Check("CODEX_HOME", WARN, f"{home} does not exist yet",
-                     "Run `codex login` (it creates it and logs in).")
+                     f"Run `{wording.login()}` (it creates it and logs in).")
     if not home.exists():
         return Check("CODEX_HOME", FAIL, f"{home} does not exist (codex app-server exits at "
                      "start-up without it)",
-                     f"Run `codex login` with CODEX_HOME={home} (it creates it and logs in), or "
-                     "point model.codex_home / CODEX_HOME at your codex home.")
+                     f"Run `{wording.login()}` (it creates {home} and logs in), or point "
+                     f"{wording.home_setting} at your codex home.")
     if not home.is_dir():
         return Check("CODEX_HOME", FAIL, f"{home} is not a directory",
-                     "Point model.codex_home (or CODEX_HOME) at a directory.")
+                     f"Point {wording.home_setting} at a directory.")
     if not os.access(home, os.W_OK):
         return Check("CODEX_HOME", FAIL, f"{home} is not writable by this user",
-                     f"Fix the permissions of {home}, or use another CODEX_HOME.")
+                     f"Fix the permissions of {home}, or use another codex home "
+                     f"({wording.home_setting}).")
     return Check("CODEX_HOME", OK, str(home))
 
 
-def check_app_server(binary: CodexBinary, codex_home: str | None) -> list[Check]:
+def check_app_server(binary: CodexBinary, codex_home: str | None,
+                     wording: Wording = Wording()) -> list[Check]:
     """Spawn codex once: configuration warnings, and whether it is logged in."""
     home = str(codex_home_path(codex_home))
     try:
@@ -93,8 +116,8 @@ def check_app_server(binary: CodexBinary, codex_home: str | None) -> list[Check]
             initialize_timeout=20))
     except WireError as exc:
         return [Check("codex config", FAIL, f"codex app-server did not start: {redact(str(exc))}",
-                      f"Run `{binary.path} app-server` by hand to see the error, and fix "
-                      f"{home}/config.toml.")]
+                      f"Run `{wording.codex_command} app-server` by hand to see the error, "
+                      f"and fix {home}/config.toml.")]
     checks: list[Check] = []
     try:
         invalid: list[str] = []
@@ -121,40 +144,42 @@ def check_app_server(binary: CodexBinary, codex_home: str | None) -> list[Check]
                                 "and falls back to its defaults (and the OpenAI provider)."))
         else:
             checks.append(Check("codex config", OK, f"{home}/config.toml is valid"))
-        checks.append(_login_check(account))
+        checks.append(_login_check(account, wording))
     finally:
         conn.close()
     return checks
 
 
-def _login_check(account: dict[str, Any]) -> Check:
+def _login_check(account: dict[str, Any], wording: Wording) -> Check:
     if "_error" in account:
         return Check("codex login", WARN, f"could not ask codex: {redact(account['_error'])}",
-                     "Run `codex login status`.")
+                     f"Run `{wording.codex_command} login status`.")
     if not account.get("requiresOpenaiAuth"):
         return Check("codex login", OK, "not needed by the configured model provider")
     info = account.get("account")
-    if isinstance(info, dict):
+    if isinstance(info, dict) or login_missing(account) is None:
+        info = info if isinstance(info, dict) else {}
         kind = info.get("type") or "account"
         plan = info.get("planType")
         return Check("codex login", OK, f"logged in ({kind}{', ' + plan if plan else ''})")
     return Check("codex login", FAIL, "codex is not logged in",
-                 "Run `codex login` (with the same CODEX_HOME the plugin uses).")
+                 f"Run `{wording.login()}` (it logs in the codex home the plugin uses).")
 
 
-def check_minimal_path(binary: CodexBinary | None, setting: str | None) -> Check:
+def check_minimal_path(binary: CodexBinary | None, setting: str | None,
+                       wording: Wording = Wording()) -> Check:
     """Will gateway and cron (started by systemd/launchd with a minimal PATH) find codex?"""
     if setting:
-        return Check("gateway/cron readiness", OK, f"model.codex_bin = {setting}")
+        return Check("gateway/cron readiness", OK, f"set to {setting}")
     if binary is not None and binary.source in ("bundled", "CODEX_BIN"):
         return Check("gateway/cron readiness", OK, f"codex comes from {binary.source}, not PATH")
     if binary is not None:
         return Check("gateway/cron readiness", WARN,
                      f"codex is only found on this shell's PATH ({binary.path})",
-                     f"Set `model.codex_bin: {binary.path}` in ~/.hermes/config.yaml: services "
-                     "start with a minimal PATH.")
+                     f"Set {wording.binary_setting} to {binary.path}: services start with a "
+                     "minimal PATH.")
     return Check("gateway/cron readiness", FAIL, "no codex binary",
-                 "Install codex, then set model.codex_bin.")
+                 f"Install codex (`{wording.install_codex}`), or set {wording.binary_setting}.")
 
 
 def check_environment(codex_home: str | None, model_provider: str | None = None,
@@ -175,27 +200,29 @@ def check_environment(codex_home: str | None, model_provider: str | None = None,
     required = required_provider_key(codex_home, model_provider)
     if required and required not in process:
         return Check("environment", WARN, detail + f"; {required} is not set",
-                     f"Set {required} (e.g. in ~/.hermes/.env): codex's config.toml names it "
-                     "as the model provider's key.")
+                     f"Set {required} where the host keeps its environment: codex's "
+                     "config.toml names it as the model provider's key.")
     return Check("environment", OK, detail)
 
 
 def codex_checks(codex_bin: str | None, codex_home: str | None, *,
                  model_provider: str | None = None, passthrough: Sequence[str] = (),
-                 command_passthrough: Sequence[str] = ()) -> list[Check]:
+                 command_passthrough: Sequence[str] = (),
+                 wording: Wording = Wording()) -> list[Check]:
     """Every codex-side check, in order."""
-    binary_check, binary = check_binary(codex_bin)
-    home_check = check_codex_home(codex_home)
+    binary_check, binary = check_binary(codex_bin, wording)
+    home_check = check_codex_home(codex_home, wording)
     checks = [binary_check, home_check]
     if not codex_home_path(codex_home).is_dir():
         # codex panics at start-up without its home: nothing more to learn by starting it.
         checks.append(Check("codex config", WARN, "not checked: there is no codex home yet",
-                            "Run `codex login` first (it creates the home), then doctor again."))
+                            f"Run `{wording.login()}` first (it creates the home), then doctor "
+                            "again."))
     elif binary is not None and home_check.status != FAIL:
-        checks.extend(check_app_server(binary, codex_home))
+        checks.extend(check_app_server(binary, codex_home, wording))
     checks.append(check_environment(codex_home, model_provider, passthrough,
                                     command_passthrough))
-    checks.append(check_minimal_path(binary, codex_bin))
+    checks.append(check_minimal_path(binary, codex_bin, wording))
     return checks
 
 
@@ -259,29 +286,7 @@ def to_json(checks: list[Check]) -> str:
                        "checks": [asdict(c) for c in checks]}, indent=2)
 
 
-def run(*, as_json: bool = False, hermes: bool = True) -> int:
-    """Run every check, print the report, return the exit status (1 when anything failed)."""
-    codex_bin: str | None = None
-    codex_home: str | None = None
-    checks: list[Check] = []
-    if hermes:
-        from hermes_codex_runtime.hermes import diagnose
-
-        host_checks, codex_bin, codex_home = diagnose.hermes_checks()
-        settings = diagnose.settings_or_none()
-        placement = settings.app_server if settings else None
-        if placement is not None and placement.mode == "endpoints":
-            # codex, its home, login and config are the servers' (checked below, per endpoint)
-            checks.append(Check("local codex", OK, "not used: sessions run on the remote "
-                                "app-servers of model.codex_app_server"))
-        else:
-            checks.extend(codex_checks(
-                codex_bin, codex_home,
-                model_provider=settings.codex_model_provider if settings else None,
-                passthrough=settings.env_passthrough if settings else (),
-                command_passthrough=settings.command_env_passthrough if settings else ()))
-        checks.extend(host_checks)
-    else:
-        checks.extend(codex_checks(None, None))
-    print(to_json(checks) if as_json else render(checks))
+def emit(checks: list[Check], *, as_json: bool = False) -> int:
+    """Print the report; the exit status is 1 when anything failed."""
+    print(to_json(checks) if as_json else render(checks), flush=True)
     return 1 if any(c.status == FAIL for c in checks) else 0

@@ -49,6 +49,7 @@ from hermes_codex_runtime.protocol import (
     classify_error_notification,
     compact_start_params,
     invalid_configuration,
+    login_missing,
     plain_text,
     scope_of,
     thread_resume_params,
@@ -113,6 +114,14 @@ EventSink = Callable[[CodexEvent], None]
 SeedProvider = Callable[[], str | None]
 ToolRunner = Callable[[HostToolCall], Any]
 ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
+
+
+class LoginMissing(Exception):
+    """The app-server's model provider needs an OpenAI login and its codex home has none."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 class CodexSession:
@@ -194,8 +203,8 @@ class CodexSession:
             # user named is never created behind their back: a typo would log them out.
             raise CodexHomeError(
                 f"The codex home {s.codex_home} does not exist (codex cannot start without it).",
-                f"Run `codex login` with CODEX_HOME={s.codex_home} to create it and log in, or "
-                "point the codex home setting at your existing codex home.")
+                "Create it (logging in to codex with that home does), or point the codex home "
+                "setting at your existing codex home.")
         options = SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
@@ -218,11 +227,33 @@ class CodexSession:
                 predecessor.close()
         try:
             self._check_config(conn)
+            self._check_login(conn)
         except BaseException:
             conn.close()
             raise
         self.endpoint = conn.endpoint
         return conn
+
+    def _check_login(self, conn: Connection) -> None:
+        """Without the login its provider needs, codex would retry "waiting for network" until
+        the turn budget ran out: refuse at once. A running app-server never notices a login
+        made after it started, so a shared one takes no more sessions (the next start, after
+        the user logged in, gets a fresh process)."""
+        try:
+            account = conn.request("account/read", {"refreshToken": False},
+                                   timeout=self.settings.control_timeout)
+        except (ServerError, RequestTimeout) as exc:
+            log.info("codex did not say whether it is logged in (%s); not checked", exc)
+            return
+        failure = login_missing(account)
+        if failure is None:
+            return
+        if conn.endpoint is not None:
+            failure = dataclasses.replace(failure, message=f"the codex app-server at "
+                                          f"{conn.endpoint} is not logged in")
+        if isinstance(conn, Channel):
+            conn.shared.drain_out()
+        raise LoginMissing(failure)
 
     def _shares_process(self, other: CodexSession, options: SpawnOptions) -> bool:
         """True when this session will land on ``other``'s shared process (same launch key)."""
@@ -454,6 +485,9 @@ class CodexSession:
     def _start_or_fail(self, result: TurnResult, seed: SeedProvider | None) -> bool:
         try:
             self.ensure_started(seed)
+        except LoginMissing as exc:
+            result.fail(exc.failure, retire=True)
+            return False
         except CodexBinaryError as exc:
             source = "codex_config" if isinstance(exc, CodexConfigError) else \
                 "codex_home" if isinstance(exc, CodexHomeError) else "codex_binary"

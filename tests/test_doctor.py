@@ -117,7 +117,7 @@ def test_a_missing_host_seam(hermes_base, monkeypatch):
     from hermes_codex_runtime.hermes import diagnose
 
     monkeypatch.delattr(tools.approval, "_await_gateway_decision")
-    checks, _, _ = diagnose.hermes_checks()
+    checks, _ = diagnose.hermes_checks()
     [seams] = [c for c in checks if c.name == "host seams"]
     assert seams.status == "fail"
     assert "tools.approval:_await_gateway_decision" in seams.detail

@@ -52,6 +52,12 @@ def _applies(requested: str | None, explicit_base_url: str | None,
     return provider in CODEX_PROVIDERS
 
 
+def runtime_applies(provider: str | None, model: Mapping[str, Any]) -> bool:
+    """Whether a turn for ``provider`` (``None``: the configured one) runs on codex when the
+    runtime is switched on."""
+    return _applies(provider, None, model)
+
+
 def _synthesised(requested: str | None, model: Mapping[str, Any]) -> dict[str, Any]:
     provider = str(requested or model.get("provider") or "openai-codex").strip().lower()
     if provider in ("openai", "codex"):

@@ -54,6 +54,7 @@ from hermes_codex_runtime.hermes import protected
 from hermes_codex_runtime.hermes.probe import report_missing, symbol, symbol_in
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
+    approval_problems,
     approvals_section,
     hermes_home,
     plugin_settings,
@@ -110,7 +111,7 @@ def capture_scope(agent: Any) -> ApprovalScope:
         except Exception:
             cli_callback = None
     platform = str(getattr(agent, "platform", "") or "")
-    approvals_section()  # read config.yaml now, not while codex waits for an answer
+    _warn_bad_keys(agent, approvals_section())  # read now, not while codex waits for an answer
     cron = platform == "cron" or bool(os.environ.get("HERMES_CRON_SESSION"))
     if not session_key:
         session_key = str(getattr(agent, "session_id", "") or "")
@@ -121,6 +122,26 @@ def capture_scope(agent: Any) -> ApprovalScope:
     return ApprovalScope(contextvars.copy_context(), session_key, cli_callback,
                          gateway and not cron, cron, platform,
                          protected.protected_roots(hermes_home(), codex_home))
+
+
+_warned_keys: set[str] = set()
+
+
+def _warn_bad_keys(agent: Any, section: dict[str, Any]) -> None:
+    """A bad ``approvals.*`` value makes Hermes decline at once or wait in silence: say so where
+    the user is, once per text (doctor reports it too)."""
+    problems = approval_problems(section=section)
+    if not problems:
+        return
+    text = "; ".join(problems)
+    if text in _warned_keys:
+        return
+    _warned_keys.add(text)
+    from hermes_codex_runtime.hermes.config_file import config_path
+    from hermes_codex_runtime.hermes.notify import warn_user
+
+    log.warning("codex-runtime: %s", text)
+    warn_user(agent, f"⚠ {text} — fix it in {config_path()}.")
 
 
 #: Where Hermes keeps its approval helpers: one module in 0.19.0, split in the 0.22 line.

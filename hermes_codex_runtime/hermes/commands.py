@@ -53,34 +53,20 @@ def _current_agent() -> Any:
 
 
 def codex_status_text(agent: Any) -> str:
-    """The ``/codex-status`` answer for ``agent`` (or for no agent yet)."""
-    from hermes_codex_runtime.hermes.settings import (
-        SettingError,
-        model_section,
-        runtime_requested,
-    )
+    """The ``/codex-status`` answer for ``agent`` (or for no agent yet): what this session ran
+    on, and what the NEXT message runs on — decided exactly as activation will decide it."""
+    from hermes_codex_runtime.hermes.switch import next_runtime
     from hermes_codex_runtime.hermes.turn import shared_runtime
 
-    lines = []
-    try:
-        wanted = runtime_requested(model_section())
-    except SettingError as exc:
-        wanted = False
-        lines.append(f"config problem: {exc}")
+    provider = getattr(agent, "provider", None) if agent is not None else None
+    lines = [f"next message:  {next_runtime(provider if isinstance(provider, str) else None)}"]
     if agent is None:
-        lines.append("codex runtime: " + ("configured (model.openai_runtime: codex_app_server); "
-                                          "no codex turn in this session yet"
-                                          if wanted else "off (model.openai_runtime is not "
-                                          "codex_app_server)"))
+        lines.insert(0, "this session:  no codex turn yet")
         return "\n".join(lines)
     mode = getattr(agent, "api_mode", None)
-    if mode == "codex_app_server":
-        lines.append("codex runtime: active for this session")
-    else:
-        why = ("model.openai_runtime is not codex_app_server" if not wanted else
-               f"this session's provider {getattr(agent, 'provider', '?')!r} runs on {mode!r} "
-               "(changes apply to new sessions; a fallback may be active)")
-        lines.append(f"codex runtime: not active — {why}")
+    lines.insert(0, "this session:  " + ("on codex app-server" if mode == "codex_app_server"
+                                         else f"on Hermes' own runtime (api_mode {mode!r}; a "
+                                         "fallback may be active)"))
     session = shared_runtime().session_for(agent)
     if session is not None and session.thread_id:
         lines.append(f"codex thread:  {session.thread_id} ({session.thread_origin})")
@@ -118,42 +104,26 @@ def _codex_status_command(raw_args: str = "") -> str:
 
 
 def _codex_runtime_command(raw_args: str = "") -> str:
-    """``/codex-runtime [auto|codex_app_server|status]`` for hosts without a built-in one."""
-    choice = (raw_args or "").strip().lower() or "status"
-    if choice == "status":
-        return codex_status_text(_current_agent())
-    if choice not in ("auto", "codex_app_server"):
-        return "usage: /codex-runtime [auto|codex_app_server|status]"
-    load = symbol("hermes_cli.config", "load_config", feature="/codex-runtime")
-    save = symbol("hermes_cli.config", "save_config", feature="/codex-runtime")
-    if not callable(load) or not callable(save):
-        return "this Hermes cannot save config.yaml from a command; edit model.openai_runtime"
-    config = load()
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
-    model["openai_runtime"] = choice
-    config["model"] = model
-    save(config)
-    return f"model.openai_runtime = {choice}; it applies to the next session."
+    """``/codex-runtime [auto|codex_app_server]`` for hosts without a built-in one."""
+    from hermes_codex_runtime.hermes.switch import runtime_switch
+
+    choice = (raw_args or "").strip().lower()
+    if choice not in ("", "auto", "codex_app_server"):
+        return "usage: /codex-runtime [auto|codex_app_server]"
+    lines, _, _ = runtime_switch({}, choice or None)
+    return "\n".join(lines)
 
 
 def _setup_cli(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="codex_plugin_command", required=True)
-    doctor = sub.add_parser("doctor", help="check the codex runtime set-up")
-    doctor.add_argument("--json", action="store_true")
-    status = sub.add_parser("status", help="codex threads of recent sessions")
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--session")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER,
+                        help="a hermes-codex-runtime command: enable, disable, codex ARGS, "
+                        "doctor, try, status, replay, version (none: the full help)")
 
 
 def _run_cli(args: argparse.Namespace) -> int:
-    from hermes_codex_runtime.cli import main
+    from hermes_codex_runtime.hermes.cli import main
 
-    argv = [args.codex_plugin_command]
-    if getattr(args, "json", False):
-        argv.append("--json")
-    if getattr(args, "session", None):
-        argv += ["--session", args.session]
-    return main(argv)
+    return main(list(getattr(args, "arguments", None) or []))
 
 
 def register_commands(ctx: Any) -> dict[str, bool]:
@@ -177,8 +147,10 @@ def register_commands(ctx: Any) -> dict[str, bool]:
     register_cli = getattr(ctx, "register_cli_command", None)
     if callable(register_cli):
         try:
-            register_cli(CLI_NAME, "codex runtime: doctor and status", _setup_cli, _run_cli,
-                         description="Diagnose the codex runtime and show codex threads.")
+            register_cli(CLI_NAME, "codex runtime: enable, disable, codex login, doctor, try, "
+                         "status, replay", _setup_cli, _run_cli,
+                         description="The hermes-codex-runtime command, inside Hermes "
+                         "(`hermes codex-plugin` alone prints its help).")
             done[CLI_NAME] = True
         except Exception:
             log.warning("codex-runtime: registering `hermes %s` failed", CLI_NAME, exc_info=True)

@@ -1,23 +1,81 @@
-"""The Hermes half of the demo: a real ``AIAgent`` and real ``hermes chat`` processes playing the
-story of :mod:`hermes_codex_runtime.demo` (which owns the set-up and the summary)."""
+"""The story of the demo: a real ``AIAgent`` and real ``hermes chat`` processes playing it step
+by step (:func:`play`), and how a step is printed and timed (:class:`Story`). The set-up and the
+summary are :mod:`hermes_codex_runtime.hermes.demo`'s."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
-from hermes_codex_runtime.demo import STEP_TIMEOUT, Story, thread_of
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
+
+STEP_TIMEOUT = 120.0
+
+
+@dataclass(slots=True)
+class StepResult:
+    """One line of the final summary."""
+
+    name: str
+    ok: bool
+    seconds: float
+    note: str = ""
+
+
+class Story:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.results: list[StepResult] = []
+        self._streaming = False
+
+    def say(self, text: str = "", end: str = "\n") -> None:
+        if self._streaming and end == "\n":
+            self.out.write("\n")
+            self._streaming = False
+        self.out.write(text + end)
+        self.out.flush()
+
+    def stream(self, text: str) -> None:
+        if not self._streaming:
+            self.out.write("   codex: ")
+            self._streaming = True
+        self.out.write(text)
+        self.out.flush()
+
+    def step(self, name: str, body: Callable[[], str]) -> None:
+        self.say(f"\n== {name}")
+        started = time.monotonic()
+        try:
+            note = body()
+            ok = True
+        except Exception as exc:  # a failed step is reported; the story goes on
+            note = f"{type(exc).__name__}: {exc}"
+            ok = False
+            self.say(f"   FAILED: {note}")
+        if self._streaming:
+            self.say()
+        self.results.append(StepResult(name, ok, time.monotonic() - started, note))
+
+
+def thread_of(hermes_home: Path, session_id: str) -> str | None:
+    """The codex thread bound to a Hermes session in ``state.db``."""
+    with sqlite3.connect(hermes_home / "state.db") as db:
+        row = db.execute("SELECT model_config FROM sessions WHERE id = ?",
+                         (session_id,)).fetchone()
+    return json.loads(row[0]).get("codex_thread_id") if row and row[0] else None
 
 
 def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,

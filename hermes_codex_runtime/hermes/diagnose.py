@@ -1,5 +1,12 @@
-"""The Hermes side of ``doctor``: is the plugin installed where Hermes runs, enabled, switched on,
-does activation take effect for the configured provider, and does this Hermes have every seam?"""
+"""``doctor`` for Hermes: the host's checks, and the codex checks phrased in Hermes' words.
+
+In order: can ``config.yaml`` be read at all (file, line, column — nothing else is checked, and no
+command that rewrites it is suggested, until it parses); is Hermes importable here; are the
+plugin's keys and the ``approvals`` keys valid; is the plugin enabled, the runtime switched on,
+does activation take effect for the configured provider, does this Hermes have every seam; then
+the codex checks of :mod:`hermes_codex_runtime.doctor` with Hermes' keys, file and commands
+(:class:`~hermes_codex_runtime.doctor.Wording`). Doctor changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,24 @@ import os
 from importlib import metadata
 from typing import Any
 
-from hermes_codex_runtime.doctor import FAIL, OK, WARN, Check
-from hermes_codex_runtime.hermes import compat
+from hermes_codex_runtime.doctor import (
+    FAIL,
+    OK,
+    WARN,
+    Check,
+    Wording,
+    check_app_servers,
+    codex_checks,
+    emit,
+)
+from hermes_codex_runtime.hermes import compat, fixes
+from hermes_codex_runtime.hermes.config_file import ConfigFileError, config_path, read_config_file
 from hermes_codex_runtime.hermes.fallback import host_falls_back
 from hermes_codex_runtime.hermes.probe import find_host, present
 from hermes_codex_runtime.hermes.settings import (
+    PluginSettings,
     SettingError,
+    approval_problems,
     hermes_home,
     load_config,
     model_section,
@@ -23,36 +42,69 @@ from hermes_codex_runtime.hermes.settings import (
 PLUGIN_NAME = "codex-runtime"
 
 
-def settings_or_none() -> Any:
-    """The plugin's validated settings, or ``None`` when config.yaml has a bad value (reported
-    by :func:`hermes_checks`)."""
+def wording() -> Wording:
+    """The codex checks' fixes in Hermes' words, for this installation."""
+    return Wording(binary_setting=fixes.config_ref("model.codex_bin"),
+                   home_setting=fixes.config_ref("model.codex_home") + " (or CODEX_HOME)",
+                   codex_command=fixes.codex_command(),
+                   install_codex=fixes.install_codex_command())
+
+
+def run(*, as_json: bool = False, hermes: bool = True) -> int:
+    """Every check, printed; 1 when anything failed."""
+    if not hermes:
+        return emit(codex_checks(None, None, wording=wording()), as_json=as_json)
+    checks, settings = hermes_checks()
+    if settings is not None:
+        placement = settings.app_server
+        if placement is not None and placement.mode == "endpoints":
+            # codex, its home, login and config are the servers' (checked per endpoint)
+            checks.append(Check("local codex", OK, "not used: sessions run on the remote "
+                                "app-servers of model.codex_app_server"))
+        else:
+            checks.extend(codex_checks(
+                settings.codex_bin, settings.codex_home,
+                model_provider=settings.codex_model_provider,
+                passthrough=settings.env_passthrough,
+                command_passthrough=settings.command_env_passthrough, wording=wording()))
+        checks.extend(check_app_servers(settings.app_server, app_server_fix()))
+    return emit(checks, as_json=as_json)
+
+
+def hermes_checks() -> tuple[list[Check], PluginSettings | None]:
+    """The Hermes checks, and the plugin's settings for the codex ones (``None`` when they
+    could not be read: the codex checks would be about the wrong binary or home)."""
+    path = config_path()
     try:
-        return plugin_settings(load_config())
-    except SettingError:
-        return None
-
-
-def hermes_checks() -> tuple[list[Check], str | None, str | None]:
-    """The Hermes checks, plus the ``codex_bin`` / ``codex_home`` settings for the codex ones."""
-    checks: list[Check] = []
+        raw = read_config_file(path)
+    except ConfigFileError as exc:
+        where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
+        return [Check("config.yaml", FAIL, str(exc),
+                      f"Fix the YAML{where} of {path} by hand (Hermes can read none of your "
+                      "settings until then; doctor changed nothing). The other checks run once "
+                      "it parses.")], None
+    checks = [Check("config.yaml", OK, f"{path} parses") if raw is not None else
+              Check("config.yaml", WARN, f"{path} does not exist yet",
+                    f"Run `{fixes.own_command()} enable` (it writes it).")]
     host = find_host()
     if host is None:
         checks.append(Check("Hermes", FAIL, "Hermes is not importable in this environment",
-                            "Install the plugin into the environment Hermes runs in: "
-                            "`<hermes-python> -m pip install hermes-codex-runtime`."))
-        return checks, None, None
+                            "Install the plugin into the environment Hermes runs in (README, "
+                            "\"Installing into your Hermes\")."))
+        return checks, None
     checks.append(Check("Hermes", OK, f"{host.describe()}, HERMES_HOME {hermes_home()}"))
     config = load_config()
     model = model_section(config)
-    codex_bin: str | None = None
-    codex_home: str | None = None
+    settings: PluginSettings | None = None
     try:
         settings = plugin_settings(config)
-        codex_bin, codex_home = settings.codex_bin, settings.codex_home
         checks.append(Check("plugin settings", OK, "model.codex_* keys are valid"))
     except SettingError as exc:
         checks.append(Check("plugin settings", FAIL, str(exc),
-                            "Fix that key in ~/.hermes/config.yaml."))
+                            f"Fix that key in {path}."))
+    problems = approval_problems(config)
+    checks.append(Check("approvals", FAIL, "; ".join(problems), f"Fix them in {path}.")
+                  if problems else Check("approvals", OK, "approvals.* keys are valid"))
     checks.append(_enabled_check(config))
     checks.append(_runtime_check(model))
     checks.append(_activation_check(model))
@@ -68,18 +120,14 @@ def hermes_checks() -> tuple[list[Check], str | None, str | None]:
                             f"all {sum(s.required for s in compat.SYMBOLS)} required "
                             "symbols present"))
     checks.append(Check("host probes", OK, "; ".join(active_probes())))
-    settings = settings_or_none()
-    if settings is not None:
-        from hermes_codex_runtime.doctor import check_app_servers
-
-        checks.extend(check_app_servers(settings.app_server, APP_SERVER_FIX))
-    return checks, codex_bin, codex_home
+    return checks, settings
 
 
-APP_SERVER_FIX = ("Check `model.codex_app_server` (the URL) and "
-                  "`model.codex_app_server_token_file` (the file holding the server's "
-                  "`--ws-token-file` token) in ~/.hermes/config.yaml; docs/remote-app-servers.md "
-                  "shows how to run one.")
+def app_server_fix() -> str:
+    """The fix for an unreachable remote app-server."""
+    return (f"Check {fixes.config_ref('model.codex_app_server')} (the URL) and "
+            "`model.codex_app_server_token_file` (the file holding the server's "
+            "`--ws-token-file` token); docs/remote-app-servers.md shows how to run one.")
 
 
 def active_probes() -> list[str]:
@@ -109,7 +157,8 @@ def _enabled_check(config: dict[str, Any]) -> Check:
                     if ep.name == PLUGIN_NAME]
     if not entry_points:
         return Check("plugin enabled", FAIL, "the codex-runtime entry point is not installed",
-                     "Reinstall: `pip install hermes-codex-runtime` in Hermes' environment.")
+                     "Install the plugin into the environment Hermes runs in (README, "
+                     "\"Installing into your Hermes\").")
     raw_plugins = config.get("plugins")
     plugins: dict[str, Any] = raw_plugins if isinstance(raw_plugins, dict) else {}
     raw_enabled, raw_disabled = plugins.get("enabled"), plugins.get("disabled")
@@ -118,28 +167,27 @@ def _enabled_check(config: dict[str, Any]) -> Check:
     if os.environ.get("HERMES_SAFE_MODE") not in (None, "", "0"):
         return Check("plugin enabled", FAIL, "HERMES_SAFE_MODE is set: no plugin loads",
                      "Unset HERMES_SAFE_MODE.")
+    enable = f"Run `{fixes.own_command()} enable` (or `hermes plugins enable codex-runtime`)."
     if PLUGIN_NAME in disabled:
-        return Check("plugin enabled", FAIL, "codex-runtime is in plugins.disabled",
-                     "Remove it from plugins.disabled, then `hermes plugins enable codex-runtime`.")
+        return Check("plugin enabled", FAIL, "codex-runtime is in plugins.disabled", enable)
     if PLUGIN_NAME not in enabled:
-        return Check("plugin enabled", FAIL, "installed but not enabled",
-                     "Run `hermes plugins enable codex-runtime`.")
+        return Check("plugin enabled", FAIL, "installed but not enabled", enable)
     return Check("plugin enabled", OK, "discovered through its entry point and enabled")
 
 
 def _runtime_check(model: dict[str, Any]) -> Check:
+    switch_on = (f"Set `model.openai_runtime: codex_app_server` in {config_path()} (`"
+                 f"{fixes.own_command()} enable` does it), or type `/codex-runtime "
+                 "codex_app_server` in Hermes (it applies from your next message).")
     try:
         wanted = runtime_requested(model)
     except SettingError as exc:
-        return Check("openai_runtime", FAIL, str(exc),
-                     "Set `model.openai_runtime: codex_app_server` in ~/.hermes/config.yaml.")
+        return Check("openai_runtime", FAIL, str(exc), switch_on)
     if not wanted:
         current = model.get("openai_runtime")
         return Check("openai_runtime", FAIL,
                      f"model.openai_runtime is {current!r}: turns use Hermes' own runtime"
-                     if current else "model.openai_runtime is not set",
-                     "Set `model.openai_runtime: codex_app_server` (or type "
-                     "`/codex-runtime codex_app_server` in Hermes); it applies to new sessions.")
+                     if current else "model.openai_runtime is not set", switch_on)
     return Check("openai_runtime", OK, "codex_app_server")
 
 
@@ -149,7 +197,7 @@ def _activation_check(model: dict[str, Any]) -> Check:
 
     if not runtime_requested_safe(model):
         return Check("activation", WARN, "not checked: model.openai_runtime is off",
-                     "Set `model.openai_runtime: codex_app_server`.")
+                     f"Run `{fixes.own_command()} enable`.")
     resolver = symbol("hermes_cli.runtime_provider", "resolve_runtime_provider",
                       feature="activation")
     if not callable(resolver):
@@ -160,14 +208,15 @@ def _activation_check(model: dict[str, Any]) -> Check:
         runtime = wrap_resolver(resolver)(requested=provider)
     except Exception as exc:
         return Check("activation", FAIL, f"resolving provider {provider!r} failed: {exc}",
-                     "Set model.provider to openai-codex (codex owns the login).")
+                     f"Set {fixes.config_ref('model.provider')} to openai-codex (codex owns "
+                     "the login).")
     mode = runtime.get("api_mode") if isinstance(runtime, dict) else None
     if mode == "codex_app_server":
         return Check("activation", OK, f"provider {runtime.get('provider')!r} runs on codex")
     return Check("activation", FAIL,
                  f"provider {provider!r} resolves to api_mode {mode!r}, not codex_app_server",
-                 "Use model.provider openai-codex / openai-api / openai, or set "
-                 "`model.api_mode: codex_app_server`.")
+                 f"Set {fixes.config_ref('model.provider')} to openai-codex, openai-api or "
+                 "openai, or set `model.api_mode: codex_app_server`.")
 
 
 def runtime_requested_safe(model: dict[str, Any]) -> bool:

@@ -27,12 +27,14 @@ from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
 from hermes_codex_runtime.hermes import approvals, review
+from hermes_codex_runtime.hermes.notify import warn_user
 from hermes_codex_runtime.hermes.probe import symbol
 from hermes_codex_runtime.hermes.settings import hermes_home, load_config, plugin_settings
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import HostToolCall, HostToolOutput
 from hermes_codex_runtime.session import CodexEvent, SessionSettings, TurnResult
 from hermes_codex_runtime.usage import UsageReport
+from hermes_codex_runtime.wire.codex_config import bounded_retries_args
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 TURN_STATE_ATTR = "_codex_runtime_turn"
@@ -116,6 +118,7 @@ class HermesHost:
             client_version=_hermes_version(),
             registry_path=str(registry_path()),
             app_server=settings.app_server,
+            extra_args=bounded_retries_args(settings.codex_home),
         )
 
     @hookimpl
@@ -336,13 +339,13 @@ def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
             fire(event.text)
         return
     if event.kind == "notice":
-        _warn_user(agent, f"⚠ {event.text}")
+        warn_user(agent, f"⚠ {event.text}")
         return
     if event.kind == "config_warning":
         # Shown where the user is (CLI line, chat message), once per conversation.
         if not getattr(agent, "_codex_config_warned", False):
             agent._codex_config_warned = True
-            _warn_user(agent, f"⚠ codex ignored its config.toml and runs on its defaults: "
+            warn_user(agent, f"⚠ codex ignored its config.toml and runs on its defaults: "
                               f"{event.text} — fix it (`hermes-codex-runtime doctor` checks it).")
         return
     if event.kind == "interim_message":
@@ -656,13 +659,3 @@ def _stored_endpoint(agent: Any) -> str | None:
     except Exception:
         _swallowed("reading the codex thread's endpoint from state.db")
     return None
-
-
-def _warn_user(agent: Any, text: str) -> None:
-    """A warning where the user is: Hermes' warning path (CLI line, chat status). ``hermes chat
-    -q`` keeps stdout machine-readable and drops status lines, so there it goes to stderr."""
-    warn = getattr(agent, "_emit_warning", None) or getattr(agent, "_emit_status", None)
-    if callable(warn):
-        warn(text)
-    if getattr(agent, "suppress_status_output", False):
-        print(text, file=sys.stderr, flush=True)

@@ -40,6 +40,9 @@ def install(ctx: Any) -> dict[str, bool]:
     from hermes_codex_runtime.hermes.activation import install_activation
 
     INSTALLED["activation"] = install_activation()
+    from hermes_codex_runtime.hermes.switch import install_switch
+
+    INSTALLED["/codex-runtime"] = install_switch()
     from hermes_codex_runtime.hermes.commands import register_commands
 
     for name, took in register_commands(ctx).items():

@@ -114,19 +114,83 @@ def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return dict(model) if isinstance(model, Mapping) else {}
 
 
+#: What ``model.openai_runtime`` may say (Hermes' own ``/codex-runtime`` writes these).
+RUNTIME_CHOICES = ("auto", RUNTIME_VALUE)
+
+
+def did_you_mean(value: str, choices: tuple[str, ...]) -> str:
+    """`` — did you mean 'x'?`` for a near miss among ``choices``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(value.strip().lower(), choices, n=1, cutoff=0.6)
+    return f" — did you mean {close[0]!r}?" if close else ""
+
+
 def runtime_requested(model: Mapping[str, Any]) -> bool:
-    """True when config.yaml asks for the codex app-server runtime."""
+    """True when config.yaml asks for the codex app-server runtime. A value that is neither a
+    runtime nor empty is a :class:`SettingError` (with the near miss it probably meant): a typo
+    must never silently leave the user on another runtime."""
     for key in ("openai_runtime", "api_mode"):
         value = model.get(key)
-        if value is None or value is False:
+        if value is None or value is False or value == "":
             continue
         if not isinstance(value, str):
             raise SettingError(
                 f"model.{key} must be a string such as 'codex_app_server' or 'auto', "
                 f"got {value!r}")
-        if value.strip().lower().replace("-", "_") == RUNTIME_VALUE:
+        normal = value.strip().lower().replace("-", "_")
+        if normal == RUNTIME_VALUE:
             return True
+        if key == "openai_runtime" and normal not in RUNTIME_CHOICES:
+            raise SettingError(
+                f"model.openai_runtime is {value!r}, which is not a runtime (use "
+                f"'codex_app_server' or 'auto'){did_you_mean(normal, RUNTIME_CHOICES)}")
     return False
+
+
+APPROVAL_MODES = ("manual", "smart", "off")
+
+
+def _seconds_ok(value: Any) -> bool:
+    """Hermes reads ``approvals.timeout`` with ``int()``: what that accepts, from 1 s to a day."""
+    if isinstance(value, bool):
+        return False
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return 1 <= seconds <= MAX_TURN_TIMEOUT
+
+
+def approval_problems(config: Mapping[str, Any] | None = None, *,
+                      section: Any = None) -> list[str]:
+    """What is wrong with the ``approvals`` keys the plugin and Hermes read (``mode``,
+    ``timeout``, ``cron_mode``), one sentence each naming the key; empty when all is well.
+    Hermes does not refuse them: a bad ``timeout`` makes it decline every prompt at once or
+    wait its default in silence, a bad ``mode`` makes it ask — so they are reported instead.
+    ``section``: the ``approvals`` mapping itself, when the caller has it."""
+    if section is None:
+        section = (load_config() if config is None else config).get("approvals")
+    if section is None:
+        return []
+    if not isinstance(section, Mapping):
+        return [f"approvals must be a mapping (mode, timeout, cron_mode), got {section!r}"]
+    problems = []
+    mode = section.get("mode")
+    if mode is not None and mode is not False and (
+            not isinstance(mode, str) or mode.strip().lower() not in APPROVAL_MODES):
+        hint = did_you_mean(mode, APPROVAL_MODES) if isinstance(mode, str) else ""
+        problems.append(f"approvals.mode must be manual, smart or off, got {mode!r}{hint}")
+    timeout = section.get("timeout")
+    if timeout is not None and not _seconds_ok(timeout):
+        problems.append(f"approvals.timeout must be a number of seconds from 1 to "
+                        f"{MAX_TURN_TIMEOUT}, got {timeout!r} (Hermes would decline every "
+                        "prompt at once, or wait its default in silence)")
+    cron = section.get("cron_mode")
+    if cron is not None and (not isinstance(cron, str)
+                             or cron.strip().lower() not in ("approve", "deny")):
+        problems.append(f"approvals.cron_mode must be approve or deny, got {cron!r}")
+    return problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +282,10 @@ def app_server_placement(model: Mapping[str, Any]) -> Placement | None:
         return Placement(SHARED, limits=limits) if changes else None
     if value == PER_SESSION:
         return Placement(PER_SESSION, limits=limits)
+    if isinstance(value, str) and "://" not in value:
+        hint = did_you_mean(value, (SHARED, PER_SESSION))
+        if hint:
+            raise SettingError(f"{APP_SERVER_KEY} is {value!r}: not a layout or a URL{hint}")
     entries = value if isinstance(value, list) else [value]
     if not entries:
         raise SettingError(f"{APP_SERVER_KEY} is an empty list; name at least one app-server "

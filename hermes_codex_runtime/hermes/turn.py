@@ -18,14 +18,16 @@ import weakref
 from types import SimpleNamespace
 from typing import Any
 
-from hermes_codex_runtime.hermes import approvals
+from hermes_codex_runtime.hermes import approvals, fixes
+from hermes_codex_runtime.hermes.config_file import config_path
 from hermes_codex_runtime.hermes.fallback import has_fallback
 from hermes_codex_runtime.hermes.host import TURN_STATE_ATTR, HermesHost, TurnState
+from hermes_codex_runtime.hermes.notify import take_undelivered
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import FailureKind
 from hermes_codex_runtime.runtime import CodexRuntime
 from hermes_codex_runtime.session import TurnResult
-from hermes_codex_runtime.wire.binary import SETTING_LABEL
+from hermes_codex_runtime.wire.binary import INSTALL_HINT, SETTING_LABEL
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 AUTO_HINT = "Switch back to Hermes' own runtime with `/codex-runtime auto` if this persists."
@@ -146,23 +148,34 @@ def deliver_pending_steer(agent: Any) -> bool:
     return False
 
 
-#: Hermes' words for a failure's fix: its config keys and commands live here, not in the
-#: host-neutral layers below (``protocol.failures`` gives the codex-level hint).
-HERMES_HINTS: dict[FailureKind, str] = {
-    FailureKind.CONTEXT_WINDOW: "Compact it with /compress, or start over with /new.",
-    FailureKind.BAD_REQUEST: "Check `model.default` / `model.codex_model` in "
-    "~/.hermes/config.yaml and run `hermes-codex-runtime doctor`.",
-    FailureKind.TRANSPORT: "If it keeps happening, run `hermes-codex-runtime doctor`.",
-}
-SETUP_HINTS: dict[str, str] = {
-    "codex_binary": "Set `model.codex_bin` in ~/.hermes/config.yaml (or $CODEX_BIN) to the "
-    "codex executable, or install it with `pip install 'hermes-codex-runtime[codex]'`.",
-    "codex_home": "The codex home setting is `model.codex_home` in ~/.hermes/config.yaml.",
-    "codex_config": "`hermes-codex-runtime doctor` checks it.",
-    "app_server": "The app-servers are set by `model.codex_app_server` (and its token by "
-    "`model.codex_app_server_token_file`) in ~/.hermes/config.yaml; "
-    "`hermes-codex-runtime doctor` checks them.",
-}
+def _hermes_hint(kind: FailureKind) -> str:
+    """Hermes' words for a failure's fix: its config keys, file and commands live here, not in
+    the host-neutral layers below (``protocol.failures`` gives the codex-level hint)."""
+    if kind is FailureKind.CONTEXT_WINDOW:
+        return "Compact it with /compress, or start over with /new."
+    if kind is FailureKind.BAD_REQUEST:
+        return (f"Check {fixes.config_ref('model.default')} / `model.codex_model` and run "
+                f"`{fixes.own_command()} doctor`.")
+    if kind is FailureKind.TRANSPORT:
+        return f"If it keeps happening, run `{fixes.own_command()} doctor`."
+    return ""
+
+
+def _setup_hint(source: str) -> str:
+    """The Hermes key or command that fixes a set-up failure of ``source``."""
+    if source == "codex_binary":
+        return (f"Set {fixes.config_ref('model.codex_bin')} (or $CODEX_BIN) to the codex "
+                f"executable, or install the tested codex: `{fixes.install_codex_command()}`.")
+    if source == "codex_home":
+        return (f"The codex home is {fixes.config_ref('model.codex_home')}; "
+                f"`{fixes.login_command()}` creates it and logs in.")
+    if source == "codex_config":
+        return f"`{fixes.own_command()} doctor` checks it."
+    if source == "app_server":
+        return (f"The app-servers are set by {fixes.config_ref('model.codex_app_server')} (and "
+                f"its token by `model.codex_app_server_token_file`); `{fixes.own_command()} "
+                "doctor` checks them.")
+    return ""
 
 
 def _user_facing_error(turn: TurnResult) -> str:
@@ -170,21 +183,24 @@ def _user_facing_error(turn: TurnResult) -> str:
     if failure is None:
         return turn.error or "the codex turn did not complete"
     if failure.kind is FailureKind.AUTH:
-        return f"codex could not authenticate: {failure.message}. Run `codex login` (with the " \
-               f"same CODEX_HOME) and try again."
+        if failure.source == "codex_login":
+            return (f"{failure.message}. Run `{fixes.login_command()}` (it logs in the codex "
+                    "home the plugin uses), then send your message again.")
+        return (f"codex could not authenticate: {failure.message.rstrip('. ')}. Run "
+                f"`{fixes.login_command()}` and try again.")
     if failure.kind is FailureKind.USAGE_LIMIT:
         return (f"codex usage limit reached: {failure.message.strip()} Configure "
-                "`fallback_providers` in ~/.hermes/config.yaml to continue on another provider, "
-                "or switch runtimes with `/codex-runtime auto`.")
+                f"`fallback_providers` in {config_path()} to continue on another provider, or "
+                "switch runtimes with `/codex-runtime auto`.")
     if failure.kind is FailureKind.SETUP:
-        # The message names the problem and the fix for THAT setting (never "install codex"
-        # for a bad timeout); Hermes' key for it is added.
-        extra = SETUP_HINTS.get(failure.source or "", "")
-        described = failure.describe().replace(SETTING_LABEL, "model.codex_bin")
-        return " ".join(p for p in (f"codex could not start: {described}", extra) if p)
-    extra = HERMES_HINTS.get(failure.kind, "")
-    return " ".join(p for p in (f"Codex app-server turn failed: {failure.describe()}", extra,
-                                AUTO_HINT) if p)
+        # The message names the problem (never "install codex" for a bad timeout); Hermes'
+        # key or command for THAT setting is added, once.
+        problem = failure.message.replace(INSTALL_HINT, "").strip()  # Hermes' own fix follows
+        problem = problem.replace(SETTING_LABEL, "model.codex_bin")
+        return " ".join(p for p in (f"codex could not start: {problem}",
+                                    _setup_hint(failure.source or "")) if p)
+    return " ".join(p for p in (f"Codex app-server turn failed: {failure.describe()}",
+                                _hermes_hint(failure.kind), AUTO_HINT) if p)
 
 
 def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,6 +208,7 @@ def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dic
     final = turn.final_text if completed or turn.final_text else ""
     if turn.error is not None and not turn.interrupted:
         final = _user_facing_error(turn)
+    final = take_undelivered(agent) + final
     compressor = getattr(agent, "context_compressor", None)
     last_prompt = getattr(compressor, "last_prompt_tokens", 0) if compressor else 0
     result: dict[str, Any] = {

@@ -20,6 +20,7 @@ from hermes_codex_runtime.protocol.failures import (
     classify,
     classify_error_notification,
     invalid_configuration,
+    login_missing,
 )
 from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
 from hermes_codex_runtime.protocol.requests import (
@@ -53,6 +54,7 @@ __all__ = [
     "compact_start_params",
     "invalid_configuration",
     "is_known",
+    "login_missing",
     "plain_text",
     "safe_answer",
     "sandbox_policy",

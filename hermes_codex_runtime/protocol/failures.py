@@ -76,7 +76,7 @@ class Failure:
     http_status: int | None = None
     #: For SETUP failures, what could not be set up: ``codex_binary``, ``codex_home``,
     #: ``codex_config``, ``app_server`` (a remote app-server) or ``settings`` (the host's own
-    #: settings).
+    #: settings); ``codex_login`` for an AUTH failure found before any request was sent.
     source: str | None = None
 
     @property
@@ -239,3 +239,14 @@ def invalid_configuration(params: Any) -> str | None:
         return None
     details = params.get("details")
     return f"{summary} {details}".strip() if details else summary
+
+
+def login_missing(account: Any) -> Failure | None:
+    """An ``account/read`` reply that says codex needs an OpenAI login and has none: a turn
+    would only retry "waiting for network" until its budget ran out, so it fails at once."""
+    if not isinstance(account, dict) or not account.get("requiresOpenaiAuth"):
+        return None
+    if isinstance(account.get("account"), dict):
+        return None
+    return Failure(FailureKind.AUTH, "codex is not logged in (its model provider needs an "
+                   "OpenAI login and its home has none)", "notLoggedIn", source="codex_login")

@@ -153,12 +153,15 @@ def prepare_codex_home(
     context_window: int = MOCK_CONTEXT_WINDOW,
     env_key: str | None = None,
     extra_models: Sequence[str] = (),
+    requires_openai_auth: bool = False,
 ) -> Path:
     """Write ``config.toml`` (and the model catalog) into ``directory`` and return it.
 
     ``approval_policy = "untrusted"`` is refused here: in config.toml it makes the app-server
     exit before answering ``initialize`` — pass it on ``thread/start`` instead. ``env_key``
-    names the environment variable holding the provider's API key (sent as a bearer token).
+    names the environment variable holding the provider's API key (sent as a bearer token);
+    ``requires_openai_auth`` makes the provider want a codex login (its API key or ChatGPT
+    token is then the bearer), as OpenAI's own provider does.
     """
     if approval_policy == "untrusted":
         raise ValueError("approval_policy 'untrusted' in config.toml makes codex exit at start-up;"
@@ -185,6 +188,7 @@ def prepare_codex_home(
         "request_max_retries = 0",
         "stream_max_retries = 0",
         *([f"env_key = {_toml_value(env_key)}"] if env_key else []),
+        *(["requires_openai_auth = true"] if requires_openai_auth else []),
         "",
         "[features]",
         *(f"{name} = {_toml_value(bool(on))}" for name, on in feature_table.items()),

@@ -117,3 +117,17 @@ def required_provider_key(codex_home: str | None,
         if isinstance(providers, Mapping) else None
     env_key = entry.get("env_key") if isinstance(entry, Mapping) else None
     return env_key if isinstance(env_key, str) and env_key else None
+
+
+#: Without it, codex retries a provider it cannot reach forever ("Reconnecting... waiting for
+#: network"); with it, 5 retries (about 25 s) and then a classified error.
+BOUNDED_RETRIES = ("-c", "features.unbounded_connection_retries=false")
+
+
+def bounded_retries_args(codex_home: str | None) -> tuple[str, ...]:
+    """The app-server arguments that make an unreachable provider fail a turn in bounded time —
+    none when the user's ``config.toml`` decides ``unbounded_connection_retries`` itself."""
+    features = read_config(codex_home).get("features")
+    if isinstance(features, dict) and "unbounded_connection_retries" in features:
+        return ()
+    return BOUNDED_RETRIES

@@ -14,72 +14,21 @@ No credentials, no network other than 127.0.0.1.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import sqlite3
 import sys
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
+from hermes_codex_runtime.hermes.demo_story import Story, play
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
 from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
 from hermes_codex_runtime.wire import WireError, probe_version, resolve_codex_binary
-
-STEP_TIMEOUT = 120.0
-
-
-@dataclass(slots=True)
-class StepResult:
-    """One line of the final summary."""
-
-    name: str
-    ok: bool
-    seconds: float
-    note: str = ""
-
-
-class Story:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self.results: list[StepResult] = []
-        self._streaming = False
-
-    def say(self, text: str = "", end: str = "\n") -> None:
-        if self._streaming and end == "\n":
-            self.out.write("\n")
-            self._streaming = False
-        self.out.write(text + end)
-        self.out.flush()
-
-    def stream(self, text: str) -> None:
-        if not self._streaming:
-            self.out.write("   codex: ")
-            self._streaming = True
-        self.out.write(text)
-        self.out.flush()
-
-    def step(self, name: str, body: Callable[[], str]) -> None:
-        self.say(f"\n== {name}")
-        started = time.monotonic()
-        try:
-            note = body()
-            ok = True
-        except Exception as exc:  # a failed step is reported; the story goes on
-            note = f"{type(exc).__name__}: {exc}"
-            ok = False
-            self.say(f"   FAILED: {note}")
-        if self._streaming:
-            self.say()
-        self.results.append(StepResult(name, ok, time.monotonic() - started, note))
 
 
 def _hermes_config(codex_home: Path, fallback_url: str | None) -> dict[str, Any]:
@@ -96,14 +45,6 @@ def _hermes_config(codex_home: Path, fallback_url: str | None) -> dict[str, Any]
         config["fallback_providers"] = [{"provider": "custom", "model": "fallback-model",
                                          "base_url": fallback_url, "api_key": "demo-key"}]
     return config
-
-
-def thread_of(hermes_home: Path, session_id: str) -> str | None:
-    """The codex thread bound to a Hermes session in ``state.db``."""
-    with sqlite3.connect(hermes_home / "state.db") as db:
-        row = db.execute("SELECT model_config FROM sessions WHERE id = ?",
-                         (session_id,)).fetchone()
-    return json.loads(row[0]).get("codex_thread_id") if row and row[0] else None
 
 
 def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -> int:
@@ -148,7 +89,6 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False, live: bool = False) -
         (hermes_home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         os.environ.update(HERMES_HOME=str(hermes_home), HERMES_DISABLE_LAZY_INSTALLS="1",
                           TIRITH_ENABLED="0")
-        from hermes_codex_runtime.hermes.demo_story import play
 
         play(story, hermes_home, project, codex_home, provider, fallback, live)
     finally:

@@ -1,0 +1,261 @@
+"""A real operator's first hour, as they meet it: their own config.yaml (and its mistakes),
+the plugin's commands as installed, a codex that is not logged in or cannot reach its
+provider, and the playground — through real processes on the real codex binary and Hermes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from hermes_env import base_config, hermes_env, write_config, write_hermes_home
+
+from hermes_codex_runtime.testing import mock_provider as mp
+
+pytestmark = pytest.mark.real_hermes
+BIN = Path(sys.executable).parent
+SCRIPT = str(BIN / "hermes-codex-runtime")
+HERMES = str(BIN / "hermes")
+
+
+def run(*args: str, home: Path, timeout: float = 120, **env: str):
+    return subprocess.run([SCRIPT, *args], env=hermes_env(home, **env), capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def checks_of(proc) -> dict[str, dict]:
+    return {check["name"]: check for check in json.loads(proc.stdout)["checks"]}
+
+
+@pytest.fixture
+def home(tmp_path, codex_binary, mock_provider):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    hermes_home = tmp_path / "hermes-home"
+    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
+    return hermes_home
+
+
+# ------------------------------------------------------------------ config.yaml
+
+
+BROKEN = "model:\n  provider: openai-codex\n  openai_runtime: codex_app_server\n   bad: [1\n"
+
+
+def test_an_unparsable_config_is_shown_where_it_breaks_and_nothing_rewrites_it(home):
+    (home / "config.yaml").write_text(BROKEN)
+    doctor = run("doctor", "--json", home=home)
+    assert doctor.returncode == 1
+    checks = checks_of(doctor)
+    assert list(checks) == ["config.yaml"]  # nothing judged from settings it could not read
+    broken = checks["config.yaml"]
+    assert broken["status"] == "fail"
+    assert f"{home / 'config.yaml'}:4:7" in broken["detail"]
+    assert "mapping values are not allowed" in broken["detail"]  # the parser's own words
+    assert "hermes plugins enable" not in broken["fix"] and "enable`" not in broken["fix"]
+    for command in (("enable",), ("disable",), ("enable", "--print")):
+        proc = run(*command, home=home)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "config.yaml:4:7" in proc.stdout and "nothing was changed" in proc.stdout
+    assert (home / "config.yaml").read_text() == BROKEN
+    assert sorted(p.name for p in home.iterdir() if p.name.startswith("config.yaml")) == \
+        ["config.yaml"]  # no backup either: nothing was written
+
+
+def test_doctor_into_a_pipe_closed_early_ends_without_a_traceback(home):
+    """`doctor --json | head -1`: the reader has gone before doctor writes."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([SCRIPT, "doctor", "--json"], env=hermes_env(home),
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("approvals", "model", "check", "words"), [
+    ({"timeout": -1}, {}, "approvals", "approvals.timeout must be a number of seconds"),
+    ({"timeout": "abc"}, {}, "approvals", "got 'abc'"),
+    ({"mode": "manul"}, {}, "approvals", "did you mean 'manual'?"),
+    ({}, {"openai_runtime": "codex_appserver"}, "openai_runtime",
+     "did you mean 'codex_app_server'?"),
+    ({}, {"codex_app_server": "sharde"}, "plugin settings", "did you mean 'shared'?"),
+])
+def test_each_bad_value_is_named_with_its_near_miss_and_the_real_file(home, approvals, model,
+                                                                      check, words):
+    config = base_config(codex_home=str(home.parent / "codex-home"), **model)
+    config["approvals"].update(approvals)
+    write_config(home, config)
+    proc = run("doctor", "--json", home=home)
+    assert proc.returncode == 1
+    found = checks_of(proc)[check]
+    assert found["status"] == "fail" and words in found["detail"], found
+    assert str(home / "config.yaml") in found["fix"]  # HERMES_HOME is not ~/.hermes here
+    assert "~/.hermes" not in proc.stdout
+
+
+def test_a_runtime_typo_is_told_when_a_turn_would_silently_use_another_runtime(home):
+    write_config(home, base_config(codex_home=str(home.parent / "codex-home"),
+                                   openai_runtime="codex_appserver"))
+    proc = subprocess.run([HERMES, "chat", "-Q", "-q", "hello"], env=hermes_env(home),
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, cwd=str(home))
+    assert "model.openai_runtime is 'codex_appserver'" in proc.stderr
+    assert "did you mean 'codex_app_server'?" in proc.stderr
+
+
+# ------------------------------------------------------------------ enable / disable
+
+
+def test_enable_and_disable_change_only_their_keys_and_keep_a_backup(tmp_path):
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    original = ("# my settings\nmodel:\n  default: gpt-5.5\n  provider: openai-codex\n"
+                "display:\n  skin: mono\nplugins:\n  enabled: [other-plugin]\n")
+    (home / "config.yaml").write_text(original)
+    os.chmod(home / "config.yaml", 0o640)
+
+    shown = run("enable", "--print", home=home)
+    assert shown.returncode == 0 and "plugins.enabled: + codex-runtime" in shown.stdout
+    assert (home / "config.yaml").read_text() == original  # --print writes nothing
+
+    enabled = run("enable", home=home)
+    assert enabled.returncode == 0, enabled.stdout + enabled.stderr
+    data = yaml.safe_load((home / "config.yaml").read_text())
+    assert data["plugins"]["enabled"] == ["other-plugin", "codex-runtime"]
+    assert data["model"] == {"default": "gpt-5.5", "provider": "openai-codex",
+                             "openai_runtime": "codex_app_server"}
+    assert data["display"] == {"skin": "mono"}
+    assert (home / "config.yaml").stat().st_mode & 0o777 == 0o640
+    [backup] = home.glob("config.yaml.bak-*")
+    assert backup.read_text() == original and str(backup) in enabled.stdout
+    assert "keeps the comments" in enabled.stdout
+    assert "codex login" in enabled.stdout  # what to do next, as a command that works here
+
+    again = run("enable", home=home)
+    assert "nothing to change" in again.stdout and len(list(home.glob("config.yaml.bak-*"))) == 1
+
+    disabled = run("disable", home=home)
+    assert disabled.returncode == 0
+    data = yaml.safe_load((home / "config.yaml").read_text())
+    assert data["plugins"]["enabled"] == ["other-plugin"]
+    assert data["model"]["openai_runtime"] == "auto"
+    assert "Hermes' own runtime" in disabled.stdout and "pip uninstall" in disabled.stdout
+
+
+# ------------------------------------------------------------------ codex: login, network
+
+
+def test_without_a_codex_login_a_turn_fails_at_once_and_the_named_command_fixes_it(
+        tmp_path, codex_binary):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    key = "sk-login-" + os.urandom(6).hex()
+    with mp.MockResponsesProvider(required_key=key) as provider:
+        codex_home = prepare_codex_home(tmp_path / "codex-home", provider.base_url,
+                                        codex_bin=codex_binary.path, requires_openai_auth=True)
+        home = tmp_path / "hermes-home"
+        write_hermes_home(home, base_config(codex_home=str(codex_home),
+                                            codex_turn_timeout=60))
+
+        def chat(question: str):
+            started = time.monotonic()
+            proc = subprocess.run([HERMES, "chat", "-Q", "-q", question], env=hermes_env(home),
+                                  capture_output=True, text=True, timeout=120,
+                                  stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+            return proc, time.monotonic() - started
+
+        first, seconds = chat("hello")
+        said = first.stdout + first.stderr
+        assert "codex is not logged in" in said, said
+        assert seconds < 15  # not "Reconnecting... waiting for network" until the budget
+        command = re.search(r"Run `([^`]+ codex login)`", said).group(1)
+        assert provider.requests == []  # nothing was sent
+
+        login = subprocess.run([*command.split(), "--with-api-key"], input=key + "\n",
+                               env=hermes_env(home), capture_output=True, text=True,
+                               timeout=60)
+        assert login.returncode == 0, login.stdout + login.stderr
+        assert (codex_home / "auth.json").exists()  # the very home the plugin's turns use
+        provider.enqueue(mp.text("Logged in and answering."))
+        second, _ = chat("hello again")
+        assert "Logged in and answering." in second.stdout, second.stdout + second.stderr
+        assert provider.refused_unauthenticated == 0
+
+
+def test_an_unreachable_provider_fails_the_turn_in_bounded_time_with_a_visible_status(
+        hermes, tmp_path):
+    config = hermes.codex_home / "config.toml"
+    text = config.read_text().replace("unbounded_connection_retries = false\n", "")
+    text = re.sub(r'base_url = "[^"]+"', 'base_url = "http://127.0.0.1:9/v1"', text)
+    config.write_text(text.replace("stream_max_retries = 0", "stream_max_retries = 1"))
+    hermes.configure(codex_turn_timeout=60)
+    shown: list[str] = []
+    agent = hermes.agent(status_callback=lambda kind, message: shown.append(message))
+    started = time.monotonic()
+    result = agent.run_conversation("hello")
+    assert time.monotonic() - started < 20  # codex's own bounded retries, not the 60 s budget
+    assert result["completed"] is False
+    assert "could not reach the model provider" in result["final_response"]
+    assert any("Reconnecting" in message for message in shown), shown
+
+
+def test_the_missing_codex_error_says_each_thing_once_with_a_command_that_works(hermes,
+                                                                                  tmp_path):
+    hermes.configure(codex_bin=str(tmp_path / "nowhere" / "codex"))
+    result = hermes.agent().run_conversation("hello")
+    text = result["final_response"]
+    assert "does not exist" in text
+    assert text.lower().count("install") == 2, text  # "install the tested codex: `pip install`"
+    assert "or npm" not in text  # the host-neutral install hint is not said a second time
+    assert f"{sys.executable} -m pip install openai-codex-cli-bin==" in text
+    assert "hermes-codex-runtime[codex]" not in text  # not on PyPI
+
+
+# ------------------------------------------------------------------ commands
+
+
+def test_bare_hermes_codex_plugin_prints_the_commands(home):
+    proc = subprocess.run([HERMES, "codex-plugin"], env=hermes_env(home), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("enable", "disable", "codex", "doctor", "try"):
+        assert command in proc.stdout
+    assert "error:" not in proc.stderr
+
+
+def test_try_serves_a_playground_for_your_own_hermes_chat(tmp_path):
+    proc = subprocess.Popen([SCRIPT, "try"], env=hermes_env(tmp_path / "unused"),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    assert proc.stdout is not None
+    try:
+        lines: list[str] = []
+        deadline = time.monotonic() + 90
+        while not any("Ctrl-C" in line for line in lines):
+            assert time.monotonic() < deadline and proc.poll() is None, lines
+            lines.append(proc.stdout.readline())
+        [export] = [line for line in lines if "export HERMES_HOME=" in line]
+        playground_home = Path(export.split("=", 1)[1].strip())
+        assert playground_home.is_dir()
+        env = hermes_env(playground_home)
+        chat = subprocess.run([HERMES, "chat", "-Q", "-q", "hello playground"], env=env,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+        assert "You said: hello playground" in chat.stdout, chat.stdout + chat.stderr
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        rest = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0 and "playground closed" in rest
+    assert not playground_home.parent.exists()  # the scratch directory is gone
