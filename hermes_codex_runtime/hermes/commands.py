@@ -54,12 +54,12 @@ def _current_agent() -> Any:
 
 def codex_status_text(agent: Any) -> str:
     """The ``/codex-status`` answer for ``agent`` (or for no agent yet): what this session ran
-    on, and what the NEXT message runs on — decided exactly as activation will decide it."""
+    on, and what the NEXT message runs on — decided from config.yaml exactly as activation will
+    decide it when Hermes resolves the configured provider for that message."""
     from hermes_codex_runtime.hermes.switch import next_runtime
     from hermes_codex_runtime.hermes.turn import shared_runtime
 
-    provider = getattr(agent, "provider", None) if agent is not None else None
-    lines = [f"next message:  {next_runtime(provider if isinstance(provider, str) else None)}"]
+    lines = [f"next message:  {next_runtime()}"]
     if agent is None:
         lines.insert(0, "this session:  no codex turn yet")
         return "\n".join(lines)

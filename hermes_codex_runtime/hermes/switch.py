@@ -258,20 +258,15 @@ def _codex_line() -> str:
     return f"codex: {binary.path} (codex {version}, from {binary.source})"
 
 
-def next_runtime_runs_on_codex(provider: str | None = None) -> bool:
-    """Whether a message sent now runs on codex, as activation will decide it."""
+def next_runtime() -> str:
+    """Where a message sent now runs: config.yaml read as activation will read it when Hermes
+    resolves the configured provider for that message."""
     from hermes_codex_runtime.hermes.activation import runtime_applies
 
     model = model_section()
-    return runtime_requested(model) and runtime_applies(provider, model)
-
-
-def next_runtime(provider: str | None = None) -> str:
-    """Where a message sent now runs, from config.yaml as activation reads it."""
-    model = model_section()
-    provider = provider or str(model.get("provider") or "") or None
+    provider = str(model.get("provider") or "") or None
     try:
-        on_codex = next_runtime_runs_on_codex(provider)
+        on_codex = runtime_requested(model) and runtime_applies(None, model)
     except SettingError as exc:
         return f"Hermes' own runtime — {exc}"
     if on_codex:
