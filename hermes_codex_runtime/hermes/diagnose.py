@@ -73,6 +73,9 @@ def hermes_checks() -> tuple[list[Check], str | None, str | None]:
         from hermes_codex_runtime.doctor import check_app_servers
 
         checks.extend(check_app_servers(settings.app_server, APP_SERVER_FIX))
+        from hermes_codex_runtime.hermes.paths import doctor_checks
+
+        checks.extend(doctor_checks(config, settings))
     return checks, codex_bin, codex_home
 
 
