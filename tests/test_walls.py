@@ -70,6 +70,17 @@ def test_no_walls_keep_the_plain_sandbox():
     assert got.status == NONE and got.sandbox == "workspace-write" and got.config == {}
 
 
+def test_walls_go_only_to_app_servers_on_this_machine(tmp_path):
+    from hermes_codex_runtime.values import SessionSettings
+    from hermes_codex_runtime.walls import on_this_machine, thread_walls
+
+    settings = SessionSettings(sandbox="workspace-write", deny_read=(str(tmp_path),))
+    remote = thread_walls(settings, endpoint="wss://build.example.invalid/codex")
+    assert remote.status == NONE and remote.sandbox == "workspace-write" and remote.config == {}
+    assert all(on_this_machine(url) for url in (None, "ws://127.0.0.1:4500", "ws://localhost:1",
+                                                "unix:///run/codex.sock", "ws://[::1]:9"))
+
+
 def test_only_paths_that_exist_are_sent(tmp_path):
     """codex makes (and may leave behind) a placeholder for a missing path, or fails the
     thread's start (docs/codex-facts.md): only what exists is walled off."""

@@ -172,6 +172,9 @@ def test_a_gateway_run_in_the_home_directory_reads_no_secret_changes_no_protecte
     previews = [e.get("preview") or "" for e in events if e.get("event") == "tool.started"]
     assert any("mysql -uroot -p[REDACTED]" in p for p in previews), previews
     assert not [e for e in events if e.get("event") == "approval.request"]  # nobody was asked
+    print(f"\ngateway, workspace = HOME: 0 of {len(planted.secrets)} planted secrets reached the "
+          f"model, 0 of {len(planted.protected)} protected places changed, 0 of "
+          f"{len(passwords)} inline credentials in {len(events)} events")
 
 
 def test_hermes_chat_in_the_home_directory_reads_no_secret_and_doctor_reports_the_walls(
@@ -214,6 +217,7 @@ def test_the_probe_proves_the_walls_hold_and_a_sandbox_that_ignores_them_gets_th
 
     held = verify(codex_binary.path)
     assert held.held is True, held.detail
+    print(f"\nthe probe on {codex_binary.path}: {held.detail}")
     shim = leaky_bwrap(codex_binary.path)
     try:
         monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
