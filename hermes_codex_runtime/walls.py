@@ -69,7 +69,9 @@ _warned: set[str] = set()
 def verify(codex_bin: str | None, cache: str | os.PathLike[str] | None = None, *,
            timeout: float = PROBE_TIMEOUT) -> Verdict:
     """The verdict for ``codex_bin`` (resolved as a session resolves it): from this process's
-    memory, else from ``cache``, else probed now (one probe per binary at a time)."""
+    memory, else from ``cache``, else probed now (one probe per binary at a time). An unknown
+    verdict is remembered for this process only: a probe that cannot run is not retried for
+    every session, and the next process (or doctor) tries again."""
     try:
         binary = resolve_codex_binary(codex_bin).path
     except WireError as exc:
@@ -82,8 +84,7 @@ def verify(codex_bin: str | None, cache: str | os.PathLike[str] | None = None, *
         if known is None:
             known = probe(binary, timeout=timeout)
             VerdictCache(cache).put(known)
-        if known.held is not None:
-            _memo[key] = known
+        _memo[key] = known
         return known
 
 
