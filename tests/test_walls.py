@@ -113,14 +113,21 @@ def test_a_verdict_is_kept_per_binary_and_a_changed_binary_is_probed_again(tmp_p
     assert cache.get(str(binary)) is None
 
 
-def test_a_token_file_others_can_read_is_named_with_the_fix(tmp_path):
-    from hermes_codex_runtime.pool.remote import exposed_token_file
+def test_a_token_file_others_can_read_is_named_with_the_fix(tmp_path, caplog):
+    from hermes_codex_runtime.pool import EndpointSpec
+    from hermes_codex_runtime.pool.remote import exposed_token_file, read_token
 
     token = tmp_path / "ws-token"
-    token.write_text("secret")
+    token.write_text("secret-token-value")
     token.chmod(0o644)
     problem = exposed_token_file(str(token))
     assert problem is not None and "0644" in problem and f"chmod 600 {token}" in problem
+    spec = EndpointSpec(url="ws://127.0.0.1:9", token_file=str(token))
+    with caplog.at_level("WARNING", logger="hermes_codex_runtime.pool.remote"):
+        assert read_token(spec) == read_token(spec) == "secret-token-value"  # still used
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "0644" in warnings[0]  # once per file
+    assert "secret-token-value" not in warnings[0]
     token.chmod(0o600)
     assert exposed_token_file(str(token)) is None
 

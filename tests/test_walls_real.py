@@ -189,6 +189,8 @@ def test_hermes_chat_in_the_home_directory_reads_no_secret_and_doctor_reports_th
     assert "chat done" in chat.stdout
     assert_walls_held(planted, mock_provider)
     assert not [s for s in planted.secrets.values() if s in chat.stdout + chat.stderr]
+    log = (planted.hermes_home / "logs" / "agent.log").read_text()
+    assert log.count("the codex workspace is the home directory") == 1  # said once
 
     doctor = subprocess.run([SCRIPT, "doctor", "--json"], env=planted.env(), capture_output=True,
                             text=True, timeout=180, stdin=subprocess.DEVNULL)
