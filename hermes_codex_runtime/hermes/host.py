@@ -2,11 +2,13 @@
 
 Owns the mapping between the runtime's plain values and Hermes' agent state:
 
-* settings (binary, ``CODEX_HOME``, cwd from ``session_cwd`` → ``TERMINAL_CWD`` → process cwd),
-  the system prompt as developer instructions, and the thread binding (the session database's
-  ``model_config`` where the host has it, else a small file under ``HERMES_HOME``);
-* approvals (:mod:`.approvals`) and progress: codex items reach ``tool_progress_callback`` and the
-  tool-card callbacks, streamed text and reasoning reach the stream callbacks;
+* settings (binary, ``CODEX_HOME``, cwd from ``session_cwd`` → ``TERMINAL_CWD`` → process cwd,
+  the sandbox walls' paths from :mod:`.paths`), the system prompt as developer instructions, and
+  the thread binding (the session database's ``model_config`` where the host has it, else a small
+  file under ``HERMES_HOME``);
+* approvals (:mod:`.approvals`) and progress (:mod:`.events`: codex items reach
+  ``tool_progress_callback`` and the tool-card callbacks redacted, streamed text and reasoning
+  reach the stream callbacks);
 * accounting: session counters, the context compressor (``inputTokens`` includes cached tokens —
   counted once), cost, the session database; native compaction bookkeeping and the
   ``session:compress`` event;

@@ -4,7 +4,8 @@ whether the walls held on a binary.
 Owns two things:
 
 * :func:`present` — the paths of a :class:`~hermes_codex_runtime.protocol.permissions.Walls`
-  that codex can take. codex's sandbox (bubblewrap on Linux) mounts over every path in the
+  that codex can take (and :func:`search_path_dirs`, the ``PATH`` directories that are walls of
+  their own: codex takes ``bwrap`` from ``PATH`` before its bundled one). codex's sandbox (bubblewrap on Linux) mounts over every path in the
   profile, and a path that does not exist is trouble (verified on 0.163 and 0.171,
   docs/codex-facts.md): codex makes a placeholder for it in the real file system and may leave it
   behind (an empty ``~/.profile``; for a missing unreadable file on 0.163 also empty ``.git``,
@@ -13,7 +14,8 @@ Owns two things:
   on both. So only paths that exist are sent (globs when their fixed prefix exists), symlinks at
   both ends.
 * :class:`VerdictCache` — the probe's verdict per binary (its real path, size and mtime, the
-  kernel, the user), kept in a JSON file so a binary is probed once, not once per process.
+  ``bwrap`` on ``PATH``, the kernel, the user), kept in a JSON file so a binary is probed once,
+  not once per process.
 """
 
 from __future__ import annotations
