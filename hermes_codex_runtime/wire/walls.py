@@ -5,14 +5,13 @@ Owns two things:
 
 * :func:`present` — the paths of a :class:`~hermes_codex_runtime.protocol.permissions.Walls`
   that codex can take (and :func:`search_path_dirs`, the ``PATH`` directories that are walls of
-  their own: codex takes ``bwrap`` from ``PATH`` before its bundled one). codex's sandbox (bubblewrap on Linux) mounts over every path in the
-  profile, and a path that does not exist is trouble (verified on 0.163 and 0.171,
-  docs/codex-facts.md): codex makes a placeholder for it in the real file system and may leave it
-  behind (an empty ``~/.profile``; for a missing unreadable file on 0.163 also empty ``.git``,
-  ``.aws`` and ``.agents`` directories in the workspace), an entry whose parent directory is
-  missing fails the thread's start on 0.163, and a placeholder beneath a read-only entry fails it
-  on both. So only paths that exist are sent (globs when their fixed prefix exists), symlinks at
-  both ends.
+  their own: codex takes ``bwrap`` from ``PATH`` before its bundled one). codex's sandbox
+  (bubblewrap on Linux) mounts over every path in the profile, and a path that does not exist is
+  trouble (verified on 0.163 and 0.171, docs/codex-facts.md): codex makes a placeholder for it
+  in the real file system and may leave it behind (an empty ``~/.profile``; an empty 0444 file
+  on 0.163 for a missing unreadable one), an entry whose parent directory is missing fails the
+  thread's start on 0.163, and a placeholder beneath a read-only entry fails it on both. So only
+  paths that exist are sent (globs when their fixed prefix exists), symlinks at both ends.
 * :class:`VerdictCache` — the probe's verdict per binary (its real path, size and mtime, the
   ``bwrap`` on ``PATH``, the kernel, the user), kept in a JSON file so a binary is probed once,
   not once per process.
