@@ -262,6 +262,17 @@ def check_app_servers(placement: Any, fix: str = "") -> list[Check]:
     return checks
 
 
+def check_token_file(path: str | None) -> Check | None:
+    """A FAIL when an app-server token file is readable by others (``None``: nothing to say)."""
+    from hermes_codex_runtime.pool.remote import exposed_token_file
+
+    problem = exposed_token_file(path) if path else None
+    if problem is None:
+        return None
+    detail, _, fix = problem.partition(" Run ")
+    return Check("token file", FAIL, detail, f"Run {fix}")
+
+
 def render(checks: list[Check]) -> str:
     """The report for a terminal."""
     marks = {OK: "ok  ", WARN: "warn", FAIL: "FAIL"}
@@ -290,3 +301,31 @@ def emit(checks: list[Check], *, as_json: bool = False) -> int:
     """Print the report; the exit status is 1 when anything failed."""
     print(to_json(checks) if as_json else render(checks), flush=True)
     return 1 if any(c.status == FAIL for c in checks) else 0
+
+
+def check_walls(settings: Any, *, off_fix: str = "", fallback_fix: str = "") -> Check:
+    """Which sandbox walls a thread with ``settings`` (a
+    :class:`~hermes_codex_runtime.values.SessionSettings`) gets — probing the binary when the
+    walls are to be relied on (see :mod:`hermes_codex_runtime.walls`)."""
+    from hermes_codex_runtime.protocol.permissions import FALLBACK, OFF, OWN_PROFILE, UP
+    from hermes_codex_runtime.walls import thread_walls, verify
+
+    try:
+        walls = thread_walls(settings)
+    except ValueError as exc:
+        return Check("sandbox walls", FAIL, str(exc), off_fix)
+    if walls.status == UP:
+        verdict = verify(settings.codex_bin, settings.walls_cache)
+        return Check("sandbox walls", OK,
+                     f"up ({walls.mode}): {len(walls.walls.deny_read)} file(s) unreadable and "
+                     f"{len(walls.walls.protect)} place(s) read-only for the model's commands; "
+                     f"checked on this binary: {verdict.detail}")
+    if walls.status == FALLBACK:
+        return Check("sandbox walls", FAIL, walls.note, fallback_fix)
+    if walls.status == OFF:
+        return Check("sandbox walls", WARN, "off: the sandbox is danger-full-access, the model's "
+                     "commands can read and change anything this user can", off_fix)
+    if walls.status == OWN_PROFILE:
+        return Check("sandbox walls", OK, "codex's own permission profile (default_permissions "
+                     "in its config.toml) applies; the plugin adds no walls to it")
+    return Check("sandbox walls", WARN, "none: no place to wall off was named", off_fix)

@@ -68,6 +68,7 @@ from hermes_codex_runtime.values import (
     SessionSettings,
     TurnResult,
 )
+from hermes_codex_runtime.walls import thread_walls
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinaryError,
@@ -327,10 +328,15 @@ class CodexSession:
 
     def _thread_overrides(self) -> dict[str, Any]:
         s = self.settings
+        walls = thread_walls(s, endpoint=self.endpoint)  # a profile, or `sandbox` alone
+        if walls.note:
+            self._emit(CodexEvent("notice", walls.note))
         return {"cwd": self.cwd, "model": s.model, "model_provider": s.model_provider,
-                "approval_policy": s.approval_policy, "approvals_reviewer": s.approvals_reviewer,
-                "sandbox": s.sandbox, "personality": "none",
-                "config": {**(s.config_overrides or {}), "shell_environment_policy":
+                "approval_policy": walls.approval_policy or s.approval_policy,
+                "approvals_reviewer": s.approvals_reviewer,
+                "sandbox": walls.sandbox, "personality": "none",
+                "config": {**(s.config_overrides or {}), **walls.config,
+                           "shell_environment_policy":
                            command_env_policy(s.command_env_passthrough)}}
 
     def ensure_started(self, seed: SeedProvider | None = None) -> str:

@@ -58,6 +58,12 @@ class SessionSettings:
     #: Further codex config for the thread (``thread/start``'s ``config``), e.g.
     #: ``{"sandbox_workspace_write": {"network_access": False}}``.
     config_overrides: Mapping[str, Any] | None = None
+    #: Paths (or globs) the commands codex runs may not read, and paths that stay read-only for
+    #: them inside a writable workspace — sent as a permission profile (:mod:`.walls`).
+    deny_read: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()
+    #: Where the verdict of the walls probe is kept per codex binary (``None``: in memory).
+    walls_cache: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("turn_timeout", "startup_timeout", "request_timeout", "control_timeout",

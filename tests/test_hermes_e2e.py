@@ -16,14 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from gateway_api import Gateway
-from hermes_env import base_config, hermes_env, write_hermes_home
+from hermes_env import HERMES, Gateway, base_config, hermes_env, write_hermes_home
 from support import alive
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
 pytestmark = pytest.mark.real_hermes
-HERMES = str(Path(sys.executable).with_name("hermes"))
 
 
 @pytest.fixture

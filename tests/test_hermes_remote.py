@@ -103,7 +103,7 @@ def test_an_api_client_is_told_when_its_conversation_moves_to_another_app_server
         tmp_path, mock_provider, machines):
     """The gateway's API server has no status channel: the notice that the thread's server
     vanished reaches the client in the run's own stream, before the answer, and in its output."""
-    from gateway_api import Gateway
+    from hermes_env import Gateway
 
     east, west = machines
     home = hermes_home_for(tmp_path, codex_app_server=[east.url, west.url],

@@ -2,11 +2,13 @@
 
 Owns the mapping between the runtime's plain values and Hermes' agent state:
 
-* settings (binary, ``CODEX_HOME``, cwd from ``session_cwd`` → ``TERMINAL_CWD`` → process cwd),
-  the system prompt as developer instructions, and the thread binding (the session database's
-  ``model_config`` where the host has it, else a small file under ``HERMES_HOME``);
-* approvals (:mod:`.approvals`) and progress: codex items reach ``tool_progress_callback`` and the
-  tool-card callbacks, streamed text and reasoning reach the stream callbacks;
+* settings (binary, ``CODEX_HOME``, cwd from ``session_cwd`` → ``TERMINAL_CWD`` → process cwd,
+  the sandbox walls' paths from :mod:`.paths`), the system prompt as developer instructions, and
+  the thread binding (the session database's ``model_config`` where the host has it, else a small
+  file under ``HERMES_HOME``);
+* approvals (:mod:`.approvals`) and progress (:mod:`.events`: codex items reach
+  ``tool_progress_callback`` and the tool-card callbacks redacted, streamed text and reasoning
+  reach the stream callbacks);
 * accounting: session counters, the context compressor (``inputTokens`` includes cached tokens —
   counted once), cost, the session database; native compaction bookkeeping and the
   ``session:compress`` event;
@@ -26,10 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
-from hermes_codex_runtime.hermes import approvals, review
-from hermes_codex_runtime.hermes.notify import warn_user
+from hermes_codex_runtime.hermes import approvals, events, paths, review
 from hermes_codex_runtime.hermes.probe import symbol
-from hermes_codex_runtime.hermes.settings import hermes_home, load_config, plugin_settings
+from hermes_codex_runtime.hermes.settings import (
+    hermes_home,
+    load_config,
+    plugin_settings,
+    sandbox_for_security_mode,
+)
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import HostToolCall, HostToolOutput
 from hermes_codex_runtime.session import CodexEvent, SessionSettings, TurnResult
@@ -101,10 +107,12 @@ class HermesHost:
         config = load_config()
         settings = plugin_settings(config)
         review_fork = review.is_review_fork(agent)
+        cwd = _session_cwd(agent)
+        paths.warn_if_home(cwd)
         return SessionSettings(
             codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
             codex_home=settings.codex_home,
-            cwd=_session_cwd(agent),
+            cwd=cwd,
             model=settings.codex_model or hermes_model(agent),
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
@@ -119,6 +127,9 @@ class HermesHost:
             registry_path=str(registry_path()),
             app_server=settings.app_server,
             extra_args=bounded_retries_args(settings.codex_home),
+            deny_read=paths.deny_read(settings),
+            protect=paths.protect(settings),
+            walls_cache=str(paths.walls_cache_path()),
         )
 
     @hookimpl
@@ -210,7 +221,7 @@ class HermesHost:
     def codex_event(self, agent: Any, event: CodexEvent) -> None:
         """Bridge progress into the agent's display callbacks."""
         try:
-            _bridge_event(agent, event, turn_state(agent))
+            events.bridge(agent, event, turn_state(agent))
         except Exception:
             log.debug("codex-runtime: a display callback raised", exc_info=True)
 
@@ -255,23 +266,9 @@ class HermesHost:
 # ---------------------------------------------------------------------- helpers
 
 
-#: Hermes' ``tools.terminal.security_mode`` → codex's sandbox, when ``model.codex_sandbox`` is
-#: unset. Without an explicit mode, codex's own ``sandbox_mode`` decides.
-SECURITY_MODE_SANDBOX = {"auto": "workspace-write", "approval-required": "read-only",
-                         "unrestricted": "danger-full-access", "yolo": "danger-full-access"}
 #: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").
 EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high",
           "xhigh": "xhigh", "max": "xhigh", "ultra": "xhigh"}
-
-
-def sandbox_for_security_mode(config: dict[str, Any]) -> str | None:
-    """codex's sandbox for the terminal security mode the user set (env var, then config)."""
-    mode = os.environ.get("HERMES_TERMINAL_SECURITY_MODE")
-    if not mode:
-        tools = config.get("tools")
-        terminal = tools.get("terminal") if isinstance(tools, dict) else None
-        mode = terminal.get("security_mode") if isinstance(terminal, dict) else None
-    return SECURITY_MODE_SANDBOX.get(str(mode).strip().lower()) if mode else None
 
 
 def hermes_model(agent: Any) -> str | None:
@@ -306,138 +303,6 @@ def _hermes_version() -> str:
 
     host = find_host()
     return host.version if host is not None else "0"
-
-
-ACTIVITY_TOUCH_EVERY = 1.0  # seconds between touches of the agent's activity clock
-STATUS_KINDS = ("retrying", "quiet")  # shown as Hermes status lines (CLI and gateway)
-
-
-def _bridge_event(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
-    if state is not None:
-        # Anything codex does — streaming, a tool, a retry, a heartbeat while the model thinks —
-        # is activity: the gateway's inactivity watchdog and busy-ack see a working turn.
-        now = time.monotonic()
-        touch = getattr(agent, "_touch_activity", None)
-        output = _last_line(event.text) if event.kind == "tool_output" else ""
-        # a command's live output always shows (its latest line); anything else at most 1/s
-        if callable(touch) and (output or now - state.last_touch >= ACTIVITY_TOUCH_EVERY):
-            state.last_touch = now
-            touch(f"codex: {f'output: {output}' if output else event.text or event.kind}"[:120])
-    if event.kind in STATUS_KINDS:
-        emit_status = getattr(agent, "_emit_status", None)
-        if callable(emit_status) and event.text:
-            emit_status(f"codex: {event.text}")
-        return
-    if event.kind == "text_delta":
-        fire = getattr(agent, "_fire_stream_delta", None)
-        if callable(fire) and event.text:
-            fire(event.text)
-        return
-    if event.kind == "reasoning_delta":
-        fire = getattr(agent, "_fire_reasoning_delta", None)
-        if callable(fire) and event.text:
-            fire(event.text)
-        return
-    if event.kind == "notice":
-        warn_user(agent, f"⚠ {event.text}")
-        return
-    if event.kind == "config_warning":
-        # Shown where the user is (CLI line, chat message), once per conversation.
-        if not getattr(agent, "_codex_config_warned", False):
-            agent._codex_config_warned = True
-            warn_user(agent, f"⚠ codex ignored its config.toml and runs on its defaults: "
-                              f"{event.text} — fix it (`hermes-codex-runtime doctor` checks it).")
-        return
-    if event.kind == "interim_message":
-        # Hermes' own path for mid-turn commentary (CLI, gateway, TUI); it knows whether the
-        # text was already streamed and never shows the same text twice.
-        emit = getattr(agent, "_emit_interim_assistant_message", None)
-        if callable(emit) and event.text:
-            emit({"role": "assistant", "content": event.text})
-        return
-    if event.kind == "tool_output":
-        return  # shown above, as the activity Hermes reports for a busy agent
-    if event.kind in ("plan", "diff"):
-        # One status line per real change: a new plan state, or another file touched (not
-        # every edit of the same files) — chat platforms show each line as a message.
-        text = event.text if event.kind == "plan" else _diff_summary(event.params)
-        key = text if event.kind == "plan" else text.split(" changed", 1)[0]
-        if state is not None and text and key != state.shown.get(event.kind):
-            state.shown[event.kind] = key
-            emit_status = getattr(agent, "_emit_status", None)
-            if callable(emit_status):
-                emit_status(f"codex {event.kind}: {text}")
-        return
-    tool = event.tool
-    if tool is None:
-        return
-    progress = getattr(agent, "tool_progress_callback", None)
-    if event.kind == "tool_started":
-        if state is not None:
-            state.tool_started[tool.item_id] = time.monotonic()
-        if callable(progress):
-            progress("tool.started", tool.name, _preview(tool.name, tool.arguments),
-                     tool.arguments)
-        start = getattr(agent, "tool_start_callback", None)
-        if callable(start):
-            start(tool.call_id, tool.name, tool.arguments)
-    elif event.kind == "tool_completed":
-        item = event.params.get("item") if isinstance(event.params, dict) else None
-        item = item if isinstance(item, dict) else {}
-        started = state.tool_started.pop(tool.item_id, None) if state is not None else None
-        duration_ms = item.get("durationMs")
-        duration = duration_ms / 1000.0 if isinstance(duration_ms, int | float) else (
-            time.monotonic() - started if started is not None else None)
-        from hermes_codex_runtime.projector import tool_result
-
-        result = tool_result(item)
-        exit_code = item.get("exitCode")
-        status = item.get("status")
-        is_error = (isinstance(exit_code, int) and exit_code != 0) or status in (
-            "failed", "declined")
-        if callable(progress):
-            progress("tool.completed", tool.name, None, None, duration=duration,
-                     is_error=is_error, result=result)
-        complete = getattr(agent, "tool_complete_callback", None)
-        if callable(complete):
-            complete(tool.call_id, tool.name, tool.arguments, result)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def _diff_summary(params: Any) -> str:
-    """``3 files (+12 −4)`` for a ``turn/diff/updated`` unified diff."""
-    diff = params.get("diff") if isinstance(params, dict) else None
-    if not isinstance(diff, str) or not diff.strip():
-        return ""
-    files = added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            files += 1
-        elif line.startswith("+") and not line.startswith("+++"):
-            added += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            removed += 1
-    return f"{files} file{'s' if files != 1 else ''} changed (+{added} −{removed})"
-
-
-def _preview(name: str, arguments: dict[str, Any]) -> str | None:
-    if name == "exec_command":
-        return str(arguments.get("command") or "")[:120] or None
-    if name == "apply_patch":
-        paths = [str(c.get("path")) for c in arguments.get("changes") or () if c.get("path")]
-        return (", ".join(paths[:3]) + (f", +{len(paths) - 3} more" if len(paths) > 3 else "")
-                ) if paths else None
-    import json
-
-    try:
-        text = json.dumps(arguments, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return None
-    return text[:120] if arguments else None
 
 
 def record_usage(agent: Any, usage: UsageReport) -> None:

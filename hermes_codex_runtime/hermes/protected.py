@@ -5,12 +5,12 @@ Owns two questions the approval flow (:mod:`.approvals`) asks:
 * :func:`protected_target` — does a request touch a protected place? Those are the host's home
   (``HERMES_HOME``: its ``.env``, ``auth.json``, ``config.yaml``, ``state.db``, plugins, cron
   jobs, and the plugin's own ``codex-runtime/`` state), codex's ``auth.json`` and
-  ``config.toml``, ``~/.ssh``, and — for file changes and permission grants — system
-  configuration (``/etc`` …). Paths are normalised first (``~`` and ``$HOME``, relative
-  to the request's cwd, ``..``, symlinks), so ``./x/../../.hermes/.env`` or a symlink into
-  ``~/.ssh`` are caught. A file change there is declined; a command that names one is never
-  auto-approved (yolo, ``approvals.mode: off``, session or permanent approvals, cron ``approve``):
-  only a person can allow it.
+  ``config.toml``, ``~/.ssh``, the shell's start-up files and autostart places, and — for file
+  changes and permission grants — system configuration (``/etc`` …). Paths are normalised
+  first (``~`` and ``$HOME``, relative to the request's cwd, ``..``, symlinks), so
+  ``./x/../../.hermes/.env`` or a symlink into ``~/.ssh`` are caught. A file change there is
+  declined; a command that names one is never auto-approved (yolo, ``approvals.mode: off``,
+  session or permanent approvals, cron ``approve``): only a person can allow it.
 * :func:`prompt_text` — every line a prompt carries (to a terminal, or to a third-party chat
   service through the gateway) is redacted; the diff of a credentials file is not shown at all.
 """
@@ -38,11 +38,20 @@ _HOME_VAR = re.compile(r"^(\$HOME|\$\{HOME\})(?=/|$)")
 
 
 def protected_roots(hermes_home: Path, codex_home: str | None) -> list[str]:
-    """The protected files and directories, resolved (symlinks followed)."""
+    """The protected files and directories, resolved (symlinks followed): those above, plus the
+    places the sandbox keeps read-only for a persistence reason (the shell's start-up files,
+    autostart, systemd user units, a Hermes checkout's git directory — see :mod:`.paths`), so
+    that a change codex asks about there is declined too."""
+    from hermes_codex_runtime.hermes.paths import STARTUP_FILES, hermes_checkout_git
+
     codex = codex_home_path(codex_home)
-    places = [hermes_home, codex / "auth.json", codex / "config.toml",
-              Path("~/.ssh").expanduser()]
-    return [os.path.realpath(p) for p in places]
+    home = Path.home()
+    places = [hermes_home, codex / "auth.json", codex / "config.toml", home / ".ssh",
+              *(home / name for name in STARTUP_FILES)]
+    checkout = hermes_checkout_git()
+    if checkout:
+        places.append(Path(checkout))
+    return list(dict.fromkeys(os.path.realpath(p) for p in places))
 
 
 def normalise(path: str, cwd: str | None) -> str:

@@ -16,6 +16,12 @@ Keys (all optional):
   credential of the model provider its ``config.toml`` selects;
 * ``model.codex_command_env_passthrough`` — names (or globs) the commands the model runs may
   inherit; by default they get no credential at all;
+* ``model.codex_deny_read`` — further files (absolute or ``~/…`` paths, globs allowed) the
+  commands the model runs may not read, on top of Hermes' and codex's credentials and the SSH
+  keys (see :mod:`.paths`);
+* ``model.codex_protect`` — further places that stay read-only for those commands even inside a
+  writable workspace, on top of ``HERMES_HOME``, ``~/.ssh``, codex's home and the shell's
+  start-up files;
 * ``model.codex_app_server`` — where codex threads run: ``shared`` (the default: one local
   app-server for all sessions with the same settings), ``per-session`` (a process each), or
   remote app-servers: a URL (``ws://host:port``, ``wss://…``, ``unix:///path``) or a list of
@@ -206,6 +212,10 @@ class PluginSettings:
     env_passthrough: tuple[str, ...] = ()
     command_env_passthrough: tuple[str, ...] = ()
     app_server: Placement | None = None
+    deny_read: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()
+    #: Every app-server token file config.yaml names (also one not in use at the moment).
+    token_files: tuple[str, ...] = ()
 
 
 def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
@@ -235,6 +245,12 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         names[key] = value.strip() if isinstance(value, str) else None
     passthrough = {key: _names(model, key)
                    for key in ("codex_env_passthrough", "codex_command_env_passthrough")}
+    placement = app_server_placement(model)
+    token_default = model.get("codex_app_server_token_file")
+    token_files = [spec.token_file for spec in (placement.endpoints if placement else ())
+                   if spec.token_file]
+    if isinstance(token_default, str):
+        token_files.append(os.path.expanduser(token_default.strip()))
     return PluginSettings(
         codex_bin=os.path.expanduser(codex_bin.strip()) if isinstance(codex_bin, str) else None,
         codex_home=os.path.expanduser(codex_home) if codex_home else None,
@@ -244,8 +260,24 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         codex_model_provider=names["codex_model_provider"],
         env_passthrough=passthrough["codex_env_passthrough"],
         command_env_passthrough=passthrough["codex_command_env_passthrough"],
-        app_server=app_server_placement(model),
+        app_server=placement,
+        deny_read=_paths(model, "codex_deny_read"),
+        protect=_paths(model, "codex_protect"),
+        token_files=tuple(dict.fromkeys(token_files)),
     )
+
+
+def _paths(model: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = model.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(
+            isinstance(v, str) and v.strip().startswith(("/", "~")) for v in value):
+        raise SettingError(f"model.{key} must be a list of absolute (or ~/...) paths, globs "
+                           f"allowed, e.g. [~/.netrc, ~/.aws/credentials], got {value!r}")
+    return tuple(dict.fromkeys(os.path.expanduser(v.strip()) for v in value))
 
 
 APP_SERVER_KEY = "model.codex_app_server"
@@ -327,6 +359,22 @@ def _endpoint_spec(entry: Any, token_default: str | None) -> EndpointSpec:
                                "app-server's capability token there (the file you passed to "
                                "`codex app-server --ws-token-file`)")
     return EndpointSpec(url=url, token_file=token)
+
+
+#: Hermes' ``tools.terminal.security_mode`` → codex's sandbox, when ``model.codex_sandbox`` is
+#: unset. Without an explicit mode, codex's own ``sandbox_mode`` decides.
+SECURITY_MODE_SANDBOX = {"auto": "workspace-write", "approval-required": "read-only",
+                         "unrestricted": "danger-full-access", "yolo": "danger-full-access"}
+
+
+def sandbox_for_security_mode(config: dict[str, Any]) -> str | None:
+    """codex's sandbox for the terminal security mode the user set (env var, then config)."""
+    mode = os.environ.get("HERMES_TERMINAL_SECURITY_MODE")
+    if not mode:
+        tools = config.get("tools")
+        terminal = tools.get("terminal") if isinstance(tools, dict) else None
+        mode = terminal.get("security_mode") if isinstance(terminal, dict) else None
+    return SECURITY_MODE_SANDBOX.get(str(mode).strip().lower()) if mode else None
 
 
 def _names(model: Mapping[str, Any], key: str) -> tuple[str, ...]:

@@ -9,19 +9,42 @@ open the endpoint (:mod:`hermes_codex_runtime.wire.websocket`), and complete the
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 
 from hermes_codex_runtime.pool.pool import EndpointSpec
 from hermes_codex_runtime.wire import AppServerConnection, SpawnOptions, WireError
 from hermes_codex_runtime.wire.websocket import Endpoint, EndpointError
 from hermes_codex_runtime.wire.websocket import connect_endpoint as open_endpoint
 
+log = logging.getLogger(__name__)
+
 CONNECT_TIMEOUT = 10.0
+_warned: set[str] = set()
+
+
+def exposed_token_file(path: str) -> str | None:
+    """Why the token file at ``path`` is readable by others (group/world bits, as ssh refuses
+    for a key file), or ``None`` when only its owner can read it."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+    if not mode & 0o077:
+        return None
+    return (f"the token file {path} is readable by other users (mode {mode:04o}): anyone who "
+            f"can read it can use the app-server. Run `chmod 600 {path}`.")
 
 
 def read_token(spec: EndpointSpec) -> str | None:
-    """The capability token for ``spec`` (file first, then the named environment variable)."""
+    """The capability token for ``spec`` (file first, then the named environment variable). A
+    token file others can read is used, with a warning (once per file and process)."""
     if spec.token_file:
+        exposed = exposed_token_file(spec.token_file)
+        if exposed and spec.token_file not in _warned:
+            _warned.add(spec.token_file)
+            log.warning("%s", exposed)
         try:
             with open(spec.token_file, encoding="utf-8") as handle:
                 token = handle.read().strip()

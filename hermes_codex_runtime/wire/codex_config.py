@@ -1,7 +1,9 @@
-"""What codex's own ``config.toml`` says about credentials: which environment variables the
-configured model provider reads.
+"""What codex's own ``config.toml`` says about credentials and its sandbox.
 
-Owns one question, :func:`provider_credential_names`: for the active ``model_provider`` (the
+Owns two questions. :func:`sandbox_defaults`: the sandbox the user chose for codex itself
+(``sandbox_mode``, a ``default_permissions`` profile of their own, ``[sandbox_workspace_write]``'s
+network access and writable roots; the selected ``profile`` first). And
+:func:`provider_credential_names`: for the active ``model_provider`` (the
 override the host passes, else the selected ``profile``'s, else the top-level key, else codex's
 default ``openai``), the names codex reads from its environment to authenticate — a custom
 provider's ``env_key`` and ``env_http_headers``, ``OPENAI_API_KEY`` for the built-in OpenAI
@@ -15,6 +17,7 @@ import logging
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +134,42 @@ def bounded_retries_args(codex_home: str | None) -> tuple[str, ...]:
     if isinstance(features, dict) and "unbounded_connection_retries" in features:
         return ()
     return BOUNDED_RETRIES
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxDefaults:
+    """The sandbox settings of the user's ``config.toml`` (``None``/empty: codex's defaults)."""
+
+    mode: str | None = None  # sandbox_mode
+    profile: str | None = None  # default_permissions (their own permission profile)
+    network_access: bool = False  # [sandbox_workspace_write] network_access
+    writable_roots: tuple[str, ...] = ()  # [sandbox_workspace_write] writable_roots
+
+
+def sandbox_defaults(codex_home: str | None) -> SandboxDefaults:
+    """What the user's ``config.toml`` says about codex's sandbox; the selected ``profile``'s
+    ``sandbox_mode`` / ``default_permissions`` win over the top-level keys, as in codex."""
+    config = read_config(codex_home)
+    layers: list[Mapping[str, Any]] = [config]
+    profile_name = config.get("profile")
+    profiles = config.get("profiles")
+    if isinstance(profile_name, str) and isinstance(profiles, Mapping) \
+            and isinstance(profiles.get(profile_name), Mapping):
+        layers.insert(0, profiles[profile_name])
+
+    def first(key: str) -> str | None:
+        for layer in layers:
+            value = layer.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    workspace: Mapping[str, Any] = next((layer["sandbox_workspace_write"] for layer in layers
+                                         if isinstance(layer.get("sandbox_workspace_write"),
+                                                       Mapping)), {})
+    roots = workspace.get("writable_roots")
+    return SandboxDefaults(
+        mode=first("sandbox_mode"), profile=first("default_permissions"),
+        network_access=workspace.get("network_access") is True,
+        writable_roots=tuple(os.path.expanduser(r) for r in roots if isinstance(r, str))
+        if isinstance(roots, list) else ())

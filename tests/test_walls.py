@@ -1,0 +1,220 @@
+"""The walls' decisions without a binary: which thread/start fields a thread gets, which host
+paths codex can take, the probe's verdict kept per binary, token files others can read, and the
+redaction of every password spelling a command line can carry (property tests)."""
+
+from __future__ import annotations
+
+import os
+import string
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from hermes_codex_runtime.protocol.permissions import (
+    FALLBACK,
+    NONE,
+    OFF,
+    OWN_PROFILE,
+    PROFILE,
+    UP,
+    Walls,
+    thread_permissions,
+)
+from hermes_codex_runtime.wire.redact import redact
+from hermes_codex_runtime.wire.walls import Verdict, VerdictCache, present
+
+WALLS = Walls(deny_read=("/h/.env",), protect=("/h",))
+
+
+def decide(sandbox=None, *, walls=WALLS, user_mode=None, user_profile=None, held=True,
+           approval="on-request"):
+    return thread_permissions(sandbox=sandbox, walls=walls, user_mode=user_mode,
+                              user_profile=user_profile, held=held, approval_policy=approval)
+
+
+def test_a_thread_with_walls_gets_the_profile_and_never_the_sandbox_field_too():
+    for mode in ("read-only", "workspace-write"):
+        got = decide(mode)
+        assert got.status == UP and got.sandbox is None and got.approval_policy is None
+        profile = got.config["permissions"][PROFILE]
+        assert got.config["default_permissions"] == PROFILE
+        assert profile["filesystem"] == {"/h": "read", "/h/.env": "none"}
+    # the host names no mode: the user's codex config decides, then codex's default (read-only)
+    assert decide(user_mode="workspace-write").mode == "workspace-write"
+    assert decide().mode == "read-only"
+
+
+def test_the_users_choices_win():
+    assert decide("danger-full-access").status == OFF
+    assert decide(user_mode="danger-full-access").sandbox == "danger-full-access"
+    own = decide(user_profile="mine")  # their own default_permissions, no mode from the host
+    assert own.status == OWN_PROFILE and own.sandbox is None and own.config == {}
+    assert decide("workspace-write", user_profile="mine").status == UP  # the host's mode
+    carried = decide("workspace-write", walls=Walls(protect=("/h",), writable_roots=("/x",),
+                                                     network=True))
+    profile = carried.config["permissions"][PROFILE]
+    assert profile["filesystem"]["/x"] == "write" and profile["network"] == {"enabled": True}
+
+
+@pytest.mark.parametrize("held", [False, None])
+def test_walls_that_did_not_hold_give_the_read_only_fallback_with_commands_asked(held):
+    got = decide("workspace-write", held=held)
+    assert got.status == FALLBACK and got.sandbox == "read-only" and got.config == {}
+    assert got.approval_policy == "untrusted"
+    assert decide("workspace-write", held=held, approval="never").approval_policy is None
+
+
+def test_no_walls_keep_the_plain_sandbox():
+    got = decide("workspace-write", walls=Walls())
+    assert got.status == NONE and got.sandbox == "workspace-write" and got.config == {}
+
+
+def test_walls_go_only_to_app_servers_on_this_machine(tmp_path):
+    from hermes_codex_runtime.values import SessionSettings
+    from hermes_codex_runtime.walls import on_this_machine, thread_walls
+
+    settings = SessionSettings(sandbox="workspace-write", deny_read=(str(tmp_path),))
+    remote = thread_walls(settings, endpoint="wss://build.example.invalid/codex")
+    assert remote.status == NONE and remote.sandbox == "workspace-write" and remote.config == {}
+    assert all(on_this_machine(url) for url in (None, "ws://127.0.0.1:4500", "ws://localhost:1",
+                                                "unix:///run/codex.sock", "ws://[::1]:9"))
+
+
+def test_only_paths_that_exist_are_sent(tmp_path):
+    """codex makes (and may leave behind) a placeholder for a missing path, or fails the
+    thread's start (docs/codex-facts.md): only what exists is walled off."""
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "id_ed25519").write_text("k")
+    (tmp_path / "guarded").mkdir()
+    (tmp_path / "guarded" / ".env").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "guarded", target_is_directory=True)
+    got = present(Walls(
+        deny_read=(str(tmp_path / "keys" / "id_ed25519"), str(tmp_path / "missing.token"),
+                   str(tmp_path / "keys" / "*.pem"), str(tmp_path / "nowhere" / "*.key"),
+                   str(tmp_path / "link" / ".env"), "keys/id_ed25519"),
+        protect=(str(tmp_path / "guarded"), str(tmp_path / ".zshrc"),
+                 str(tmp_path / "no-parent" / "autostart"))), cwd=str(tmp_path))
+    assert got.deny_read == (str(tmp_path / "keys" / "id_ed25519"),
+                             str(tmp_path / "keys" / "*.pem"), str(tmp_path / "link" / ".env"),
+                             str(tmp_path / "guarded" / ".env"))  # both ends of the link
+    assert got.protect == (str(tmp_path / "guarded"),)
+
+
+def test_a_verdict_is_kept_per_binary_and_a_changed_binary_is_probed_again(tmp_path):
+    binary = tmp_path / "codex"
+    binary.write_text("#!/bin/sh\n")
+    cache = VerdictCache(tmp_path / "state" / "walls.json")
+    cache.put(Verdict(None, "could not tell", str(binary)))
+    assert cache.get(str(binary)) is None  # unknown is never kept
+    cache.put(Verdict(True, "held", str(binary)))
+    assert VerdictCache(tmp_path / "state" / "walls.json").get(str(binary)).held is True
+    binary.write_text("#!/bin/sh\n# another release\n")
+    assert cache.get(str(binary)) is None
+
+
+def test_a_token_file_others_can_read_is_named_with_the_fix(tmp_path, caplog):
+    from hermes_codex_runtime.pool import EndpointSpec
+    from hermes_codex_runtime.pool.remote import exposed_token_file, read_token
+
+    token = tmp_path / "ws-token"
+    token.write_text("secret-token-value")
+    token.chmod(0o644)
+    problem = exposed_token_file(str(token))
+    assert problem is not None and "0644" in problem and f"chmod 600 {token}" in problem
+    spec = EndpointSpec(url="ws://127.0.0.1:9", token_file=str(token))
+    with caplog.at_level("WARNING", logger="hermes_codex_runtime.pool.remote"):
+        assert read_token(spec) == read_token(spec) == "secret-token-value"  # still used
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "0644" in warnings[0]  # once per file
+    assert "secret-token-value" not in warnings[0]
+    token.chmod(0o600)
+    assert exposed_token_file(str(token)) is None
+
+
+def test_arguments_shown_to_the_host_mask_values_of_secret_named_keys(hermes_base):
+    from hermes_codex_runtime.hermes.events import shown_arguments
+
+    shown = shown_arguments({"query": "weather", "api_key": "plainvalue1",
+                             "nested": [{"password": "plainvalue2"}],
+                             "command": "mysql -uroot -pplainvalue3 db"})
+    text = repr(shown)
+    assert "plainvalue" not in text and "weather" in text and "mysql -uroot -p" in text
+
+
+# ------------------------------------------------------------------------ redaction
+
+
+SECRET = st.text(string.ascii_letters + string.digits + "!#%^*_+.~", min_size=6, max_size=40)
+USER = st.text(string.ascii_lowercase, min_size=1, max_size=12)
+#: Command lines (and header/URL texts) with ``{pw}`` where a secret goes; each must lose it.
+SPELLINGS = (
+    "mysql -uroot -p{pw} -e 'select 1'",
+    "mysqldump --host db -u admin -p'{pw}' shop",
+    "mariadb -h 127.0.0.1 -p{pw}",
+    "psql --password {pw} -h db",
+    "deploy --password={pw} --verbose",
+    "tool --api-key {pw}",
+    "openssl enc -aes256 -pass pass:{pw} -in x",
+    "curl -u {user}:{pw} https://api.example.invalid/",
+    "curl --user {user}:{pw} https://api.example.invalid/",
+    "sshpass -p {pw} ssh backup@host",
+    "sshpass -p{pw} scp a b:",
+    "git clone https://{user}:{pw}@git.example.invalid/repo.git",
+    "postgres://{user}:{pw}@db.internal:5432/app",
+    "curl -H 'Authorization: Bearer {pw}' https://x.invalid",
+    'curl -H "Authorization: {pw}" https://x.invalid',
+    "Authorization: Basic {pw}",
+    '{{"authorization": "Bearer {pw}"}}',
+    "DB_PASSWORD={pw} ./run",
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(spelling=st.sampled_from(SPELLINGS), pw=SECRET, user=USER)
+def test_every_password_spelling_is_redacted(spelling, pw, user):
+    text = spelling.format(pw=pw, user=user)
+    assume(pw not in spelling.format(pw="", user=user))  # the secret is not also context
+    shown = redact(text)
+    assert pw not in shown
+    assert redact(shown) == shown  # redacting twice changes nothing more
+    # the words before the secret stay readable
+    assert text.split(pw)[0].rsplit(" ", 1)[0] in shown
+
+
+@given(words=st.lists(st.sampled_from(["mkdir -p build", "ssh -p 2222 host", "cp -pr a b",
+                                       "sort -u names.txt", "docker login --password-stdin",
+                                       "ssh://git@github.com/o/r.git", "ls -la ~/.ssh",
+                                       "the authorization server is down"]),
+                      min_size=1, max_size=4))
+def test_ordinary_command_lines_are_left_alone(words):
+    text = "; ".join(words)
+    assert redact(text) == text
+
+
+def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_splits_a_key(
+        hermes_base):
+    """The preview is cut at 120 characters after redaction: a key the cut would split (so no
+    pattern matches its stump) never shows, nor does a password in the arguments or the
+    result the tool cards get."""
+    from types import SimpleNamespace
+
+    from hermes_codex_runtime.hermes.events import bridge
+    from hermes_codex_runtime.projector import ToolCall
+    from hermes_codex_runtime.values import CodexEvent
+
+    key = "sk-proj-" + os.urandom(20).hex()
+    command = "x" * 100 + f" OPENAI_API_KEY={key} mysql -uroot -phunter2pw"
+    seen = []
+    agent = SimpleNamespace(
+        tool_progress_callback=lambda *args, **kwargs: seen.append((args, kwargs)),
+        tool_start_callback=lambda *args: seen.append(args),
+        tool_complete_callback=lambda *args: seen.append(args))
+    tool = ToolCall("codex_1", "exec_command", {"command": command}, "1")
+    bridge(agent, CodexEvent("tool_started", tool=tool), None)
+    item = {"type": "commandExecution", "id": "1", "command": command, "exitCode": 0,
+            "aggregatedOutput": f"using {key}\nDB_PASSWORD=hunter2pw\n"}
+    bridge(agent, CodexEvent("tool_completed", tool=tool, params={"item": item}), None)
+    text = repr(seen)
+    assert key[:14] not in text and "hunter2pw" not in text
+    assert "x" * 100 in text and "mysql -uroot -p" in text  # the rest is shown
