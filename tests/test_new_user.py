@@ -111,7 +111,8 @@ def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
     doctor = subprocess.run([python, "-m", "hermes_codex_runtime", "doctor", "--json"], env=env,
                             capture_output=True, text=True, timeout=180)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
-    assert doctor.returncode == 0 and all(c["status"] == "ok" for c in checks.values()), checks
+    not_ok = {name: c["status"] for name, c in checks.items() if c["status"] != "ok"}
+    assert doctor.returncode == 0 and not_ok == {"workspace": "warn"}, checks  # as the README says
     assert str(venv) in checks["codex binary"]["detail"]  # the codex [codex] installed there
     config = yaml.safe_load((hermes_home / "config.yaml").read_text())
     assert config["display"] == {"skin": "default"}  # the user's own settings are kept
