@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
+from hermes_codex_runtime.hermes.offline import write_offline_caches
 
 HOOK_RECORDER = textwrap.dedent('''
     """Test plugin: records every lifecycle hook Hermes fires, to $HOOK_RECORD_FILE."""

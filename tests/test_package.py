@@ -35,7 +35,8 @@ def test_hermes_entry_point_is_a_module_with_register():
     eps = metadata.entry_points(group="hermes_agent.plugins")
     ours = [ep for ep in eps if ep.name == "codex-runtime"]
     assert len(ours) == 1
-    assert ours[0].value == "hermes_codex_runtime"  # Hermes does getattr(ep.load(), "register")
+    # Hermes does getattr(ep.load(), "register"): the adapter, the only package that knows Hermes
+    assert ours[0].value == "hermes_codex_runtime.hermes"
     assert callable(ours[0].load().register)
 
 
@@ -47,7 +48,7 @@ def test_console_script_is_installed():
 def test_plugin_module_avoids_strings_that_reroute_upstream_loader():
     # Upstream classifies an entry-point module by scanning its first 8 KiB: these strings make
     # it treat the plugin as a provider/memory plugin and never call register().
-    head = (PACKAGE / "__init__.py").read_text()[:8192]
+    head = (PACKAGE / "hermes" / "__init__.py").read_text()[:8192]
     assert "MemoryProvider" not in head
     assert not ("register_provider" in head and "ProviderProfile" in head)
 

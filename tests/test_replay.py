@@ -26,7 +26,7 @@ from hermes_codex_runtime.replay.control import (
     resume_run,
     run_view,
 )
-from hermes_codex_runtime.replay.engine import parse_turns
+from hermes_codex_runtime.replay.plan import parse_turns
 from hermes_codex_runtime.replay.report import render_html, write_report
 from hermes_codex_runtime.replay.sources import (
     SourceError,

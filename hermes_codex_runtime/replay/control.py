@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from hermes_codex_runtime.replay.engine import Plan, Variant, parse_turns
+from hermes_codex_runtime.replay.plan import Plan, Variant, parse_turns
 from hermes_codex_runtime.replay.sources import SourceError, Transcript, open_source
 from hermes_codex_runtime.replay.store import (
     ACTIVE,

@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_codex_runtime.replay.plan import Plan, variant_changes
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run
 
@@ -157,8 +158,6 @@ def _ranges(indices: Sequence[int]) -> str:
 def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
     """The report as data, from the run's state, source and turn records (``status``: the
     run's final status when the runner writes it just before recording it)."""
-    from hermes_codex_runtime.replay.engine import Plan, variant_changes
-
     state = run.state()
     plan_data = state["plan"]
     plan = Plan.from_json(plan_data)
