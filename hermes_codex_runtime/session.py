@@ -141,6 +141,7 @@ class CodexSession:
         self._stored_thread_id = stored_thread_id
         self._on_event = on_event
         self._connect = connection_factory or AppServerConnection.spawn
+        self._spawner = connection_factory  # None: the pool's own
         self._pool = pool
         self._stored_endpoint = stored_endpoint
         #: The session this one replaces (same conversation, changed settings): closed once this
@@ -199,7 +200,8 @@ class CodexSession:
         options = SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
             extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
-            client_version=s.client_version, registry_path=s.registry_path,
+            client_version=s.client_version, client_title=s.client_title,
+            registry_path=s.registry_path,
             provider_keys=provider_credential_names(s.codex_home, s.model_provider),
             # a name commands may inherit must first reach the process they inherit from
             env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
@@ -238,7 +240,7 @@ class CodexSession:
         all, the session starts a fresh thread seeded with the history — and says so."""
         assert self._pool is not None
         wanted = self._stored_endpoint
-        conn = self._pool.channel(options, self.settings.app_server, spawn=self._connect,
+        conn = self._pool.channel(options, self.settings.app_server, spawn=self._spawner,
                                   endpoint=wanted, thread_id=self._stored_thread_id)
         if wanted is not None and conn.endpoint != wanted and self._stored_thread_id:
             self._stored_thread_id = None  # its rollout is on the server we could not reach
@@ -494,6 +496,10 @@ class CodexSession:
             result.fail(Failure(FailureKind.INPUT, str(exc)), retire=False)
             return result
         try:
+            if self._interrupt.is_set() and self._conn is None:
+                result.interrupted = True  # stopped before it began: codex is not even started
+                result.status = "interrupted"
+                return result
             if not self._start_held(result, history_seed):
                 return result
             if self.config_warnings and not self._warned_config:

@@ -65,9 +65,14 @@ class RecordingHost:
         self.endpoints: list[str | None] = []
         self.fallbacks: list[tuple[Any, Any]] = []
         self.seed_requests = 0
+        #: Every agent a turn was run for (the fixture closes their sessions).
+        self.agents: list[Any] = []
 
     @hookimpl
     def codex_session_settings(self, agent):
+        with self.lock:
+            if not any(a is agent for a in self.agents):
+                self.agents.append(agent)
         return self.settings
 
     @hookimpl
@@ -132,3 +137,12 @@ class RecordingHost:
     def event_kinds(self) -> list[str]:
         with self.lock:
             return [event.kind for event in self.events]
+
+
+def shut_down(runtime) -> None:
+    """What a host's exit does to a runtime: every session a turn ran for closed, every
+    app-server of its pool ended."""
+    for plugin in runtime.pm.get_plugins():
+        for agent in getattr(plugin, "agents", ()):
+            runtime.close(agent)
+    runtime.pool.close()

@@ -119,13 +119,13 @@ def test_a_missing_binary_names_the_setting(hermes, tmp_path):
 
 
 def test_the_turn_seam_never_raises_even_when_set_up_fails(hermes, monkeypatch):
-    from hermes_codex_runtime.hermes import turn
+    from hermes_codex_runtime.hermes import shared
 
     def broken_manager(*args, **kwargs):
         raise RuntimeError("a plugin manager that cannot be built")
 
-    monkeypatch.setattr(turn, "_runtime", None)
-    monkeypatch.setattr(turn, "make_plugin_manager", broken_manager)
+    monkeypatch.setattr(shared, "_runtime", None)
+    monkeypatch.setattr(shared, "make_plugin_manager", broken_manager)
     result = hermes.agent().run_conversation("hello")
     assert result["failed"] is True and result["completed"] is False
     assert "cannot be built" in result["final_response"]

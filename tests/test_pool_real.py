@@ -11,7 +11,7 @@ import threading
 import time
 
 import psutil
-from support import Agent, alive
+from support import Agent, alive, shut_down
 
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.pool import PER_SESSION, SHARED, Placement, PoolLimits
@@ -258,7 +258,7 @@ def test_shared_memory_is_a_fraction_of_a_process_per_session(make_runtime, mock
             worker.join(60)
         conns = make_runtime.connections[before:]
         rss = sum(psutil.Process(c.pid).memory_info().rss for c in conns if alive(c.pid))
-        runtime.close_all()
+        shut_down(runtime)
         return rss
 
     shared = run(Placement(SHARED))

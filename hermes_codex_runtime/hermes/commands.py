@@ -59,7 +59,7 @@ def codex_status_text(agent: Any) -> str:
         model_section,
         runtime_requested,
     )
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes.shared import shared_runtime
 
     lines = []
     try:

@@ -35,7 +35,8 @@ def load_prices(path: Any) -> dict[str, Any]:
 
 def replay_context(prices_file: str | None = None) -> ReplayContext:
     """The context from Hermes' config (bad plugin keys are a :class:`ReplayError`)."""
-    from hermes_codex_runtime.hermes.host import hermes_model, registry_path
+    from hermes_codex_runtime.hermes.host import hermes_model
+    from hermes_codex_runtime.hermes.paths import prices_path, registry_path
     from hermes_codex_runtime.hermes.settings import (
         SettingError,
         hermes_home,
@@ -50,7 +51,7 @@ def replay_context(prices_file: str | None = None) -> ReplayContext:
     home = hermes_home()
     default = settings.codex_model or hermes_model(
         SimpleNamespace(model=model_section().get("default")))
-    prices = load_prices(prices_file or home / "codex-runtime" / "prices.yaml")
+    prices = load_prices(prices_file or prices_path())
     from hermes_codex_runtime.hermes.settings import load_config
     from hermes_codex_runtime.replay.controller import controller_settings
 

@@ -75,5 +75,5 @@ def launch_key(options: SpawnOptions) -> tuple[Any, ...]:
 
     return (options.codex_bin, options.codex_home, frozen(options.env),
             frozen(options.extra_env), tuple(options.extra_args), options.client_version,
-            options.registry_path, tuple(options.provider_keys),
+            options.client_title, options.registry_path, tuple(options.provider_keys),
             tuple(options.env_passthrough), options.experimental_api)

@@ -101,7 +101,7 @@ class SpawnOptions:
     cwd: str | None = None
     initialize_timeout: float = 20.0
     client_version: str = "0"
-    client_title: str = "Hermes Agent (codex runtime)"
+    client_title: str | None = None  # how the host names itself (default: CLIENT_NAME)
     opt_out_notifications: Sequence[str] = field(default_factory=tuple)
     registry_path: str | None = None  # record the process for orphan reaping (see registry)
     provider_keys: Sequence[str] = ()  # the model provider's credential names (codex_config)
@@ -229,7 +229,7 @@ class AppServerConnection:
         *,
         timeout: float = 20.0,
         client_version: str = "0",
-        client_title: str = "Hermes Agent (codex runtime)",
+        client_title: str | None = None,
         opt_out_notifications: Sequence[str] = (),
         experimental_api: bool = False,
     ) -> ServerInfo:
@@ -246,7 +246,7 @@ class AppServerConnection:
         params: JsonObject = {
             "clientInfo": {
                 "name": CLIENT_NAME,
-                "title": client_title,
+                "title": client_title or CLIENT_NAME,
                 "version": client_version,
             },
             "capabilities": capabilities,
