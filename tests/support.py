@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import psutil
@@ -25,6 +25,34 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def descendants(pid: int, command_has: str) -> list[int]:
+    """PIDs of ``pid``'s descendants whose command line contains ``command_has``. A process may
+    exit between being listed and being read — it is then simply not one of them."""
+    found = []
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    for child in children:
+        try:
+            if command_has in " ".join(child.cmdline()):
+                found.append(child.pid)
+        except psutil.Error:  # exited (or became a zombie) meanwhile
+            continue
+    return found
+
+
+def total_rss(pids: Iterable[int]) -> int:
+    """The resident memory of those of ``pids`` still running (one may exit while summing)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            continue
+    return total
 
 
 class Agent:

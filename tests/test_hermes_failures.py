@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import psutil
+import os
+
 import pytest
+from support import descendants
 
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
@@ -144,8 +146,7 @@ def test_codex_ignoring_its_config_never_sends_to_another_provider(hermes):
     assert "wire_api" in answer  # codex's own words about what is wrong
     assert "Install codex" not in answer and "codex_bin" not in answer
     assert hermes.provider.requests == []
-    assert not [p for p in psutil.Process().children(recursive=True)
-                if "app-server" in " ".join(p.cmdline())]
+    assert descendants(os.getpid(), "app-server") == []
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["warning-first", "warning-late"])

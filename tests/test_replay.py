@@ -647,13 +647,15 @@ def test_controllers_own_their_runs_and_idle_exit_waits_for_them(repo_session, h
     from hermes_codex_runtime.replay.store import identity
 
     context = repo_session["context"]
+    worker = subprocess.Popen(["sleep", "60"])
+    # the run is the first controller's and running before that controller starts: with an
+    # idle timeout of 1 s it would otherwise be free to exit while the second one starts
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+    run = create_run(context, transcript, plan, controller="first-controller")
+    run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
     first = ControllerProcess(home, idle=1.0, session="first-controller")
     second = ControllerProcess(home, idle=600, session="second-controller")
-    worker = subprocess.Popen(["sleep", "60"])
     try:
-        transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-        run = create_run(context, transcript, plan, controller="first-controller")
-        run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
         status, data = second.call("cancel_run", run_id=run.id)
         assert status == 400 and "belongs to another controller" in data["error"]
         assert run.state()["status"] == "running"

@@ -59,7 +59,7 @@ from hermes_codex_runtime.hermes.settings import (
     plugin_settings,
 )
 from hermes_codex_runtime.protocol import Decision
-from hermes_codex_runtime.session import ApprovalRequest
+from hermes_codex_runtime.values import ApprovalRequest
 from hermes_codex_runtime.wire import redact
 
 log = logging.getLogger("hermes_codex_runtime.hermes")

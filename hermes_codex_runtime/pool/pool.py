@@ -33,6 +33,7 @@ from typing import Any
 from hermes_codex_runtime.pool.launch import launch
 from hermes_codex_runtime.pool.placement import (
     PER_SESSION,
+    SHARED,
     EndpointSpec,
     Placement,
     PoolLimits,
@@ -85,14 +86,13 @@ class ServerPool:
     # ------------------------------------------------------------------ placement
 
     def channel(self, options: SpawnOptions, placement: Placement | None = None, *,
-                spawn: Spawner | None = None, endpoint: str | None = None,
-                thread_id: str | None = None) -> Channel:
+                endpoint: str | None = None, thread_id: str | None = None) -> Channel:
         """A channel for one session: on a shared process, a process of its own, or an endpoint
         (``endpoint``: the one that holds the session's thread, when resuming). A session that
         will resume ``thread_id`` goes back to the process that still has it loaded. Raises what
         starting or connecting raises (:class:`~hermes_codex_runtime.wire.WireError`)."""
         placement = placement or Placement()
-        spawner = spawn or self._spawn
+        spawner = self._spawn
         if placement.mode == "endpoints":
             return self._endpoint_channel(options, placement, endpoint)
         self._ensure_reaper(placement.limits)
@@ -132,6 +132,19 @@ class ServerPool:
             server = self._start(key, lambda: launch(spawner, shared_options),
                                  grace=limits.idle_grace)
             return server.open_channel()
+
+    def shares_process(self, channel: Channel | None, options: SpawnOptions,
+                       placement: Placement | None) -> bool:
+        """True when a session with ``options`` and ``placement`` would be placed on
+        ``channel``'s process (a live shared app-server of this pool with the same launch
+        key) — so a session replacing ``channel``'s can take its thread over there."""
+        if channel is None or not channel.is_alive() or \
+                (placement is not None and placement.mode != SHARED):
+            return False
+        server = channel.shared
+        with self._lock:
+            ours = server in self._servers.get(server.key, [])
+        return ours and server.key == ("shared", *launch_key(options))
 
     @contextlib.contextmanager
     def _placing(self, key: tuple[Any, ...]) -> Iterator[None]:
@@ -296,12 +309,6 @@ class ServerPool:
             timer.cancel()
         for server in servers:
             server.close()
-
-    def reopen(self) -> None:
-        """Accept sessions again after :meth:`close` (a host that closed and carries on)."""
-        with self._lock:
-            self._closed = False
-            self._stop = threading.Event()
 
     # ------------------------------------------------------------------ status
 

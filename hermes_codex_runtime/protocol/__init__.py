@@ -11,6 +11,7 @@ from hermes_codex_runtime.protocol.answers import (
     Decision,
     answer_for,
     approval_kind,
+    default_answer,
     is_known,
     safe_answer,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "classify",
     "classify_error_notification",
     "compact_start_params",
+    "default_answer",
     "invalid_configuration",
     "is_known",
     "plain_text",
