@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import webbrowser
@@ -34,7 +33,7 @@ from hermes_codex_runtime.replay.control import (
     run_view,
     spawn_runner,
 )
-from hermes_codex_runtime.replay.sources import SourceError, list_sessions
+from hermes_codex_runtime.replay.sources import SourceError
 from hermes_codex_runtime.replay.store import TERMINAL, StoreError
 
 POLL = 0.5
@@ -97,7 +96,7 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
         reconcile(context)
         command = args.replay_command
         if command == "list":
-            page = list_sessions(context.hermes_home, args.search, args.limit, args.offset)
+            page = context.sources.list(args.search, args.limit, args.offset)
             out.write(json.dumps(page, indent=2) + "\n" if args.json else _sessions_text(page))
             return 0
         if command == "run":
@@ -283,8 +282,7 @@ def _serve(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int
     port, idle = context.controller_port, context.controller_idle_timeout
     controller = Controller(context, port=args.port if args.port is not None else port,
                             idle_timeout=args.idle_timeout or idle,
-                            session_id=os.environ.get(
-                                "HERMES_CODEX_REPLAY_CONTROLLER_ID") or None)
+                            session_id=context.controller_id)
     out.write(f"Codex Replay controller: {controller.url}\n"
               f"(runtime file with the control token: {controller.runtime_file}; stops after "
               f"{controller.idle_timeout:g} s without a page)\n")
