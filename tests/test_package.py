@@ -126,3 +126,21 @@ def test_a_host_runtime_registry_is_used_when_offered():
     [(descriptor, turn_function)] = host.registered
     assert descriptor["api_mode"] == "codex_app_server"
     assert turn_function is run_codex_app_server_turn
+
+
+def test_the_host_contract_document_lists_every_hook_as_hookspecs_declares_it():
+    """docs/host-contract.md's hook table against the live hookspecs: the same hooks, each
+    with its arguments in order and its firstresult flag."""
+    import re
+
+    from hermes_codex_runtime.plugins import make_plugin_manager
+
+    table = (ROOT / "docs" / "host-contract.md").read_text()
+    documented = {
+        name: (tuple(a.strip() for a in args.split(",") if a.strip()), first == "yes")
+        for name, args, first in re.findall(
+            r"^\| `(codex_\w+)\(([^)]*)\)` \| (yes|no) \|", table, flags=re.MULTILINE)}
+    pm = make_plugin_manager(load_entry_points=False)
+    declared = {name: (tuple(caller.spec.argnames), bool(caller.spec.opts.get("firstresult")))
+                for name, caller in vars(pm.hook).items() if caller.spec is not None}
+    assert documented == declared

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_codex_runtime.hermes.approvals import ApprovalScope
+from hermes_codex_runtime.hermes.approval_prompts import ApprovalScope
 from hermes_codex_runtime.values import TurnContext
 
 

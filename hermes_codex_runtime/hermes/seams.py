@@ -63,9 +63,9 @@ def _observe_approvals(ctx: Any) -> bool:
 
 
 def _approval_hook_fired(**kwargs: Any) -> None:
-    approvals = sys.modules.get("hermes_codex_runtime.hermes.approvals")
-    if approvals is not None:  # nothing of ours asks before that module is loaded
-        approvals.observe_approval_hook(**kwargs)
+    prompts = sys.modules.get("hermes_codex_runtime.hermes.approval_prompts")
+    if prompts is not None:  # nothing of ours asks before that module is loaded
+        prompts.observe_approval_hook(**kwargs)
 
 
 def run_codex_app_server_turn(agent: Any, **kwargs: Any) -> Any:
