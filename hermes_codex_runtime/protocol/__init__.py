@@ -12,7 +12,6 @@ from hermes_codex_runtime.protocol.answers import (
     answer_for,
     approval_kind,
     default_answer,
-    is_known,
     safe_answer,
 )
 from hermes_codex_runtime.protocol.failures import (
@@ -54,7 +53,6 @@ __all__ = [
     "compact_start_params",
     "default_answer",
     "invalid_configuration",
-    "is_known",
     "plain_text",
     "safe_answer",
     "sandbox_policy",

@@ -88,11 +88,6 @@ class Decision(StrEnum):
         return self in (Decision.ACCEPT, Decision.ACCEPT_FOR_SESSION)
 
 
-def is_known(method: str) -> bool:
-    """True when ``method`` is a server request this module can answer."""
-    return method in _SAFE_ANSWERS
-
-
 def safe_answer(method: str) -> JsonObject | None:
     """The fail-closed answer for ``method``, or ``None`` when it must get a ``-32601`` error."""
     answer = _SAFE_ANSWERS.get(method)

@@ -1,5 +1,7 @@
 """A real headless Chromium for tests, driven over the Chrome DevTools Protocol through the
-project's WebSocket transport (``websockets``; no browser-automation package).
+project's WebSocket transport (``websockets``). Not Playwright: its Python package bundles a Node
+driver pinned to its own Chromium build, and Debian's ``chromium`` (another major version) is
+outside what that driver promises to drive; the few CDP calls the page tests need are here.
 
 :class:`Browser` starts Debian's ``chromium`` (``HCR_CHROMIUM`` overrides the path) with the
 flags that keep it off the network (no background networking, component updates, sync or QUIC)

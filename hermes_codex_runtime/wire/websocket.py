@@ -159,15 +159,6 @@ class Endpoint:
             path = f"{path}?{masked}"
         return f"{self.scheme}://{netloc}{'' if path == '/' else path}"
 
-    @property
-    def host_header(self) -> str:
-        """The ``Host`` header value of the upgrade request."""
-        if self.scheme == "unix" or self.host is None:
-            return "localhost"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "wss" else 80
-        return host if self.port == default else f"{host}:{self.port}"
-
 
 def _shown(url: str) -> str:
     """``url`` for an error message before it parsed: userinfo and query dropped, redacted."""
