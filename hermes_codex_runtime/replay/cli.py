@@ -48,8 +48,8 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--limit", type=int, default=20)
     ls.add_argument("--offset", type=int, default=0)
     ls.add_argument("--json", action="store_true")
-    run = rsub.add_parser("run", help="replay a session (a state.db id, an export, a Claude "
-                                      "Code .jsonl)")
+    run = rsub.add_parser("run", help="replay a session (a recorded session's id, an export, a "
+                                      "Claude Code .jsonl)")
     run.add_argument("source")
     run.add_argument("--model", action="append", default=[],
                      help="a codex model to replay with (repeat for several variants)")
@@ -81,7 +81,8 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("run_id")
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--detach", action="store_true")
-    rsub.add_parser("mcp", help="an MCP server on stdio (register it in Hermes' mcp_servers)")
+    rsub.add_parser("mcp", help="an MCP server on stdio (register it as your agent's MCP "
+                    "server)")
     serve = rsub.add_parser("serve", help="a web controller on 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: codex_replay.port or 43118")
     serve.add_argument("--idle-timeout", type=float, help="seconds without a page (default 3600)")
