@@ -288,7 +288,7 @@ def fleet_home(path: Path, codex_home: Path, layout: str, *, gateway: bool = Fal
     per-session), or Hermes' own codex runtime (builtin, the plugin not enabled)."""
     import yaml
 
-    from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
+    from hermes_codex_runtime.hermes.offline import write_offline_caches
 
     path.mkdir(parents=True)
     model: dict[str, Any] = {"provider": "openai-codex", "default": "mock-model",

@@ -35,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hermes_codex_runtime.hermes.sessions import HermesSessions  # noqa: E402
 from hermes_codex_runtime.replay.control import (  # noqa: E402
     ReplayContext,
     RunRequest,
@@ -139,8 +140,11 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
                                         codex_bin=codex_bin, extra_models=extra)
         home = work / "hermes-home"
         write_session(home, turns)
-        context = ReplayContext(hermes_home=home, codex_bin=codex_bin,
-                                codex_home=str(codex_home), turn_timeout=120.0)
+        context = ReplayContext(sources=HermesSessions(home),
+                                runs_dir=home / "codex-runtime" / "replays",
+                                controllers_dir=home / "codex-runtime" / "controllers",
+                                codex_bin=codex_bin, codex_home=str(codex_home),
+                                turn_timeout=120.0)
         prompts = [f"question {i}: how are you?" for i in range(1, turns + 1)]
         bare: list[float] = []
         replayed: list[float] = []

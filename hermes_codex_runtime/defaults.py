@@ -11,7 +11,7 @@ from typing import Any
 from hermes_codex_runtime.history_seed import render_history_seed
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision
-from hermes_codex_runtime.session import SessionSettings
+from hermes_codex_runtime.values import SessionSettings
 
 
 @hookimpl(trylast=True)

@@ -4,81 +4,109 @@ The runtime (and nothing else) calls these; a host adapter implements them. ``fi
 take the first non-``None`` answer, so a plugin marked ``tryfirst`` answers before the host, and
 the defaults (:mod:`hermes_codex_runtime.defaults`, ``trylast``) answer only when nobody else did.
 ``agent`` is whatever object the host uses for one conversation; the runtime never looks inside.
+Every hook also gets ``context``, the :class:`~hermes_codex_runtime.values.TurnContext` of the
+turn it is asked for; pluggy passes only the arguments an implementation names, so an
+implementation may leave ``context`` (or any other argument) out.
+
+``docs/host-contract.md`` describes these hooks for host authors; a test holds it to this file.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
+    from hermes_codex_runtime.usage import UsageReport
+    from hermes_codex_runtime.values import (
+        ApprovalRequest,
+        CodexEvent,
+        SessionSettings,
+        TurnContext,
+        TurnResult,
+    )
 
 PROJECT = "codex_runtime"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+#: A chat message of the host's transcript (``{"role": ..., "content": ...}``).
+Message = Mapping[str, Any]
+
 
 @hookspec(firstresult=True)
-def codex_session_settings(agent: Any) -> Any:
+def codex_session_settings(agent: Any, context: TurnContext[Any]
+                           ) -> SessionSettings | Mapping[str, Any] | None:
     """How to run codex for this agent: a ``SessionSettings`` (or a mapping of its fields)."""
 
 
 @hookspec(firstresult=True)
-def codex_developer_instructions(agent: Any) -> str | None:
+def codex_developer_instructions(agent: Any, context: TurnContext[Any]) -> str | None:
     """The host's composed system prompt, sent once per thread. A change retires the thread."""
 
 
 @hookspec(firstresult=True)
-def codex_history_seed(agent: Any, messages: Any) -> str | None:
+def codex_history_seed(agent: Any, messages: Sequence[Message],
+                       context: TurnContext[Any]) -> str | None:
     """The prior transcript as text, asked only when a FRESH thread starts (never on resume)."""
 
 
 @hookspec(firstresult=True)
-def codex_stored_thread(agent: Any) -> Any:
+def codex_stored_thread(agent: Any, context: TurnContext[Any]
+                        ) -> str | Mapping[str, str | None] | None:
     """The codex thread bound to this agent's session by an earlier process, if any: its id, or
     ``{"thread_id": ..., "endpoint": ...}`` when it lives on a remote app-server."""
 
 
 @hookspec
-def codex_thread_bound(agent: Any, thread_id: str, endpoint: str | None) -> None:
+def codex_thread_bound(agent: Any, thread_id: str, endpoint: str | None,
+                       context: TurnContext[Any]) -> None:
     """The session now lives on ``thread_id`` (on the remote app-server ``endpoint``, or
     ``None`` for a local one) and this turn's transcript is committed: persist both."""
 
 
 @hookspec(firstresult=True)
-def codex_approval(agent: Any, request: Any) -> Any:
+def codex_approval(agent: Any, request: ApprovalRequest,
+                   context: TurnContext[Any]) -> Decision | str | None:
     """Decide one ``ApprovalRequest``: a ``Decision`` (or "accept"/"decline"/... ). Asked per
     request, off the stream's thread. ``None`` passes to the next implementation; the default
     declines (fail closed). A raised exception or an unknown answer is a decline."""
 
 
 @hookspec(firstresult=True)
-def codex_tool_call(agent: Any, call: Any) -> Any:
+def codex_tool_call(agent: Any, call: HostToolCall,
+                    context: TurnContext[Any]) -> HostToolOutput | str | None:
     """Run one of the host's own tools (declared in ``SessionSettings.host_tools``) that codex
-    called (``HostToolCall``), on the turn's thread: a ``HostToolOutput`` or the result text.
-    ``None`` passes on; nobody answering is a failed call."""
+    called, on the turn's thread: a ``HostToolOutput`` or the result text. ``None`` passes on;
+    nobody answering is a failed call."""
 
 
 @hookspec
-def codex_event(agent: Any, event: Any) -> None:
-    """Progress for display (``CodexEvent``): streamed text, reasoning, tools, approvals."""
+def codex_event(agent: Any, event: CodexEvent, context: TurnContext[Any]) -> None:
+    """Progress for display: streamed text, reasoning, tools, approvals."""
 
 
 @hookspec
-def codex_record_usage(agent: Any, usage: Any) -> None:
-    """The turn's token usage (``UsageReport``; input INCLUDES cached tokens)."""
+def codex_record_usage(agent: Any, usage: UsageReport, context: TurnContext[Any]) -> None:
+    """The turn's token usage (input INCLUDES cached tokens)."""
 
 
 @hookspec
-def codex_record_compaction(agent: Any, turn: Any) -> None:
-    """codex compacted the thread's context during ``turn`` (a ``TurnResult``)."""
+def codex_record_compaction(agent: Any, turn: TurnResult, context: TurnContext[Any]) -> None:
+    """codex compacted the thread's context during ``turn``."""
 
 
 @hookspec
-def codex_turn_finished(agent: Any, turn: Any, messages: Any) -> None:
-    """A turn ended (``TurnResult``) with its projected chat ``messages``: memory, nudges, hooks."""
+def codex_turn_finished(agent: Any, turn: TurnResult, messages: Sequence[Message],
+                        context: TurnContext[Any]) -> None:
+    """A turn ended with its projected chat ``messages``: memory, nudges, hooks."""
 
 
 @hookspec(firstresult=True)
-def codex_fallback(agent: Any, turn: Any, failure: Any) -> Any:
+def codex_fallback(agent: Any, turn: TurnResult, failure: Failure,
+                   context: TurnContext[Any]) -> object | None:
     """A failover-class failure (usage limit): run this same turn elsewhere and return what the
-    host should return instead; ``None`` keeps the codex result."""
+    host should return instead (kept as ``turn.fallback``); ``None`` keeps the codex result."""

@@ -11,11 +11,17 @@ recently registered implementation first, after every ``tryfirst`` one):
 
 ``CODEX_RUNTIME_LOAD_PLUGINS`` chooses which entry points load: unset loads all, a comma-separated
 list loads those names, an empty value loads none (the test suite uses that).
+
+Once everything is registered, pluggy's ``check_pending()`` looks for implementations of hooks
+that do not exist: a misspelt hook (``codex_aproval``) would otherwise register silently and
+never be called — an approval policy that never runs. Each is one warning naming the plugin, the
+hook and the nearest real hook name; the plugin's other hooks keep working.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import os
 from collections.abc import Iterable
@@ -77,4 +83,34 @@ def make_plugin_manager(hosts: Iterable[Any] = (), *,
                     pm.unregister(name=f"entrypoint:{name}")
     for index, host in enumerate(hosts):
         pm.register(host, name=f"host:{index}:{type(host).__name__}")
+    _check_pending(pm)
     return pm
+
+
+def _check_pending(pm: pluggy.PluginManager) -> None:
+    """Warn (once per plugin and hook) about implementations of hooks that have no spec."""
+    try:
+        pm.check_pending()
+        return
+    except pluggy.PluginValidationError:
+        pass
+    known = [name for name in vars(pm.hook) if getattr(pm.hook, name).has_spec()]
+    for name, caller in sorted(vars(pm.hook).items()):
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook or (impl.plugin_name, name) in _unknown_reported:
+                continue
+            _unknown_reported.add((impl.plugin_name, name))
+            nearest = difflib.get_close_matches(name, known, n=1)
+            log.warning("codex-runtime plugin %r implements %r, which is not a codex-runtime "
+                        "hook, so it is never called%s", _plugin_label(impl.plugin_name), name,
+                        f" (did you mean {nearest[0]!r}?)" if nearest else "")
+
+
+_unknown_reported: set[tuple[str, str]] = set()
+
+
+def _plugin_label(registered_name: str) -> str:
+    """The name a user knows a plugin by: its entry point's name, else pluggy's."""
+    return registered_name.removeprefix("entrypoint:")

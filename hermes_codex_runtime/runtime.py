@@ -1,7 +1,9 @@
 """The turn across a host agent's life, talking to the host only through pluggy hooks.
 
 For each host agent the runtime keeps one :class:`~hermes_codex_runtime.session.CodexSession`,
-created lazily on the first turn. Per turn it:
+created lazily on the first turn. A turn arrives with the host's
+:class:`~hermes_codex_runtime.values.TurnContext`, which every hook of that turn receives (the
+host's per-turn data travels there, never on its agent object). Per turn it:
 
 1. asks the host for settings and its system prompt (a changed prompt retires the thread: the next
    thread starts fresh and seeded);
@@ -15,6 +17,8 @@ created lazily on the first turn. Per turn it:
 6. retires the session (closing its process tree) when the turn says so, or when anything raised.
 
 No exception escapes :meth:`CodexRuntime.run_turn` for anything codex, the process or a hook does.
+The controls (:meth:`~CodexRuntime.interrupt`, :meth:`~CodexRuntime.steer`,
+:meth:`~CodexRuntime.close`) may be called from any thread.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -33,18 +37,17 @@ import pluggy
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
-from hermes_codex_runtime.session import (
+from hermes_codex_runtime.session import CodexSession
+from hermes_codex_runtime.values import (
     ApprovalRequest,
     CodexEvent,
-    CodexSession,
     SessionSettings,
+    TurnContext,
     TurnResult,
 )
 from hermes_codex_runtime.wire import redact
 
 log = logging.getLogger(__name__)
-
-SessionFactory = Callable[..., CodexSession]
 
 
 def coerce_settings(value: Any) -> SessionSettings:
@@ -76,12 +79,9 @@ def _log_turn(turn: TurnResult, seconds: float) -> None:
              f" — {turn.failure.kind.value}" if turn.failure else "")
 
 
-#: Settings codex takes per turn (``turn/start``): changing them keeps the process and thread.
-TURN_LEVEL = ("model", "effort")
-
-
 def _same_process(old: SessionSettings, new: SessionSettings) -> bool:
-    """True when ``new`` differs from ``old`` at most in turn-level settings."""
+    """True when ``new`` differs from ``old`` at most in the settings codex takes per turn
+    (``turn/start``'s model and effort): then the process and the thread carry on."""
     return dataclasses.replace(old, model=None, effort=None) == \
         dataclasses.replace(new, model=None, effort=None)
 
@@ -101,13 +101,15 @@ class CodexRuntime:
     """Runs host turns on codex. One instance serves many agents (e.g. a gateway's sessions)."""
 
     def __init__(self, plugin_manager: pluggy.PluginManager | None = None, *,
-                 session_factory: SessionFactory = CodexSession,
                  pool: ServerPool | None = None) -> None:
         self.pm = plugin_manager or make_plugin_manager()
-        self._factory = session_factory
         #: The app-servers this runtime's sessions run on (shared, per-session or remote).
         self.pool = pool or ServerPool()
         self._entries: dict[int, _Entry] = {}
+        #: The context of each agent's turn in flight (what its session's callbacks pass on).
+        self._contexts: dict[int, TurnContext[Any]] = {}
+        #: Agents interrupted before their turn had a session: the session is stopped at birth.
+        self._interrupted: set[int] = set()
         self._last_thread: dict[int, tuple[str, str | None]] = {}
         self._turn_locks: dict[int, threading.RLock] = {}
         self._lock = threading.Lock()
@@ -127,11 +129,12 @@ class CodexRuntime:
         except Exception:
             log.exception("codex-runtime hook %s raised; continuing", name)
 
-    def _settings(self, agent: Any) -> SessionSettings | TurnResult:
+    def _settings(self, agent: Any, context: TurnContext[Any]) -> SessionSettings | TurnResult:
         """The host's settings, or a failed result. Not `_ask`: running codex on default
         settings because the host's answer failed could reach a provider the user never chose."""
         try:
-            return coerce_settings(self.pm.hook.codex_session_settings(agent=agent))
+            return coerce_settings(self.pm.hook.codex_session_settings(agent=agent,
+                                                                       context=context))
         except Exception as exc:
             if not isinstance(exc, TypeError | ValueError):
                 log.exception("the host's codex_session_settings hook raised")
@@ -161,6 +164,8 @@ class CodexRuntime:
             entry = self._entries.pop(key, None)
             self._last_thread.pop(key, None)
             self._turn_locks.pop(key, None)
+            self._contexts.pop(key, None)
+            self._interrupted.discard(key)
         if entry is not None:
             entry.session.close()
 
@@ -169,8 +174,12 @@ class CodexRuntime:
         entry = self._entries.get(id(agent))
         return entry.session if entry is not None else None
 
+    def _context(self, key: int) -> TurnContext[Any]:
+        """The context of the agent's turn in flight (an empty one outside a turn)."""
+        return self._contexts.get(key) or TurnContext()
+
     def _session(self, agent: Any, key: int, settings: SessionSettings,
-                 instructions: str | None) -> CodexSession:
+                 instructions: str | None, context: TurnContext[Any]) -> CodexSession:
         with self._lock:
             entry = self._entries.get(key)
         prompt_changed = entry is not None and entry.instructions != instructions
@@ -195,7 +204,7 @@ class CodexRuntime:
                 predecessor = entry.session
         if stored is None and not prompt_changed:
             last = self._last_thread.get(key)
-            stored = last or self._ask("codex_stored_thread", agent=agent)
+            stored = last or self._ask("codex_stored_thread", agent=agent, context=context)
             if last is not None:
                 stored, endpoint = last
         if isinstance(stored, Mapping):  # {"thread_id": ..., "endpoint": ...}
@@ -208,23 +217,28 @@ class CodexRuntime:
             self._release_thread(stored, key)
 
         def approve(request: ApprovalRequest) -> Any:
-            return self._ask("codex_approval", agent=agent, request=request)
+            return self._ask("codex_approval", agent=agent, request=request,
+                             context=self._context(key))
 
         def on_event(event: CodexEvent) -> None:
-            self._tell("codex_event", agent=agent, event=event)
+            self._tell("codex_event", agent=agent, event=event, context=self._context(key))
 
         def call_tool(call: HostToolCall) -> Any:
             # not `_ask`: the session turns an exception into a failed call the model can read
-            return self.pm.hook.codex_tool_call(agent=agent, call=call)
+            return self.pm.hook.codex_tool_call(agent=agent, call=call,
+                                                context=self._context(key))
 
-        extra: dict[str, Any] = {"call_tool": call_tool} if settings.host_tools else {}
-        session = self._factory(settings, developer_instructions=instructions,
-                                stored_thread_id=stored if isinstance(stored, str) else None,
-                                stored_endpoint=endpoint if isinstance(stored, str) else None,
-                                approve=approve, on_event=on_event, pool=self.pool,
-                                predecessor=predecessor, **extra)
+        session = CodexSession(settings, developer_instructions=instructions,
+                               stored_thread_id=stored if isinstance(stored, str) else None,
+                               stored_endpoint=endpoint if isinstance(stored, str) else None,
+                               approve=approve, on_event=on_event, pool=self.pool,
+                               predecessor=predecessor,
+                               call_tool=call_tool if settings.host_tools else None)
         with self._lock:
             self._entries[key] = _Entry(session, instructions, settings)
+            interrupted = key in self._interrupted
+        if interrupted:
+            session.interrupt()
         return session
 
     def _release_thread(self, thread_id: str, key: int) -> None:
@@ -244,31 +258,41 @@ class CodexRuntime:
 
     # ------------------------------------------------------------------ turns
 
-    def run_turn(self, agent: Any, user_input: Any, messages: Sequence[Any] = (), *,
+    def run_turn(self, agent: Any, user_input: Any, history: Sequence[Any] = (), *,
+                 context: TurnContext[Any] | None = None,
                  images: Sequence[str] = ()) -> TurnResult:
-        """Run one host turn on codex and report it through the hooks."""
+        """Run one host turn on codex and report it through the hooks, each of which gets
+        ``context`` (an empty one when the host passes none)."""
         key = self._key(agent)
+        context = context if context is not None else TurnContext()
         with self._turn_lock(key):
-            return self._run_turn(agent, key, user_input, messages, images)
+            self._contexts[key] = context
+            try:
+                return self._run_turn(agent, key, user_input, list(history), images, context)
+            finally:
+                with self._lock:
+                    if self._contexts.get(key) is context:
+                        del self._contexts[key]
+                    self._interrupted.discard(key)
 
-    def _run_turn(self, agent: Any, key: int, user_input: Any, messages: Sequence[Any],
-                  images: Sequence[str]) -> TurnResult:
-        settings = self._settings(agent)
+    def _run_turn(self, agent: Any, key: int, user_input: Any, history: list[Any],
+                  images: Sequence[str], context: TurnContext[Any]) -> TurnResult:
+        settings = self._settings(agent, context)
         if isinstance(settings, TurnResult):
-            self._tell("codex_turn_finished", agent=agent, turn=settings, messages=[])
+            self._tell("codex_turn_finished", agent=agent, turn=settings, messages=[],
+                       context=context)
             return settings
-        instructions = self._ask("codex_developer_instructions", agent=agent)
-        instructions = instructions if isinstance(instructions, str) else None
-        history = list(messages)
+        instructions = self._instructions(agent, context)
 
         def seed() -> str | None:
-            text = self._ask("codex_history_seed", agent=agent, messages=history)
+            text = self._ask("codex_history_seed", agent=agent, messages=history,
+                             context=context)
             return text if isinstance(text, str) and text.strip() else None
 
         session: CodexSession | None = None
         started = time.monotonic()
         try:
-            session = self._session(agent, key, settings, instructions)
+            session = self._session(agent, key, settings, instructions, context)
             result = session.run_turn(user_input, images=images, history_seed=seed)
         except Exception as exc:  # a bug must not take the host down
             log.exception("codex turn failed unexpectedly")
@@ -276,7 +300,11 @@ class CodexRuntime:
             result.fail(Failure(FailureKind.OTHER, redact(f"{type(exc).__name__}: {exc}")),
                         retire=True)
         _log_turn(result, time.monotonic() - started)
-        return self._after_turn(agent, key, session, result)
+        return self._after_turn(agent, key, session, result, context)
+
+    def _instructions(self, agent: Any, context: TurnContext[Any]) -> str | None:
+        text = self._ask("codex_developer_instructions", agent=agent, context=context)
+        return text if isinstance(text, str) else None
 
     def compact(self, agent: Any, *, report: bool = True) -> TurnResult:
         """Native compaction of the agent's thread. ``report=False`` leaves the bookkeeping
@@ -287,13 +315,13 @@ class CodexRuntime:
 
     def _compact(self, agent: Any, key: int, *, report: bool) -> TurnResult:
         entry = self._entries.get(key)
+        context = self._context(key)
         if entry is None:
-            settings = self._settings(agent)
+            settings = self._settings(agent, context)
             if isinstance(settings, TurnResult):
                 return settings
-            instructions = self._ask("codex_developer_instructions", agent=agent)
-            session = self._session(agent, key, settings,
-                                    instructions if isinstance(instructions, str) else None)
+            session = self._session(agent, key, settings, self._instructions(agent, context),
+                                    context)
         else:
             session = entry.session
         try:
@@ -303,27 +331,28 @@ class CodexRuntime:
             result = TurnResult()
             result.fail(Failure(FailureKind.OTHER, redact(str(exc))), retire=True)
         if report and result.usage is not None:
-            self._tell("codex_record_usage", agent=agent, usage=result.usage)
+            self._tell("codex_record_usage", agent=agent, usage=result.usage, context=context)
         if report and result.compacted:
-            self._tell("codex_record_compaction", agent=agent, turn=result)
+            self._tell("codex_record_compaction", agent=agent, turn=result, context=context)
         if result.should_retire:
             self._retire(key, session)
         return result
 
     def _after_turn(self, agent: Any, key: int, session: CodexSession | None,
-                    result: TurnResult) -> TurnResult:
+                    result: TurnResult, context: TurnContext[Any]) -> TurnResult:
         if result.usage is not None:
-            self._tell("codex_record_usage", agent=agent, usage=result.usage)
+            self._tell("codex_record_usage", agent=agent, usage=result.usage, context=context)
         if result.compacted:
-            self._tell("codex_record_compaction", agent=agent, turn=result)
+            self._tell("codex_record_compaction", agent=agent, turn=result, context=context)
         if result.failure is not None and result.failure.failover:
             result.fallback = self._ask("codex_fallback", agent=agent, turn=result,
-                                        failure=result.failure)
-        self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages)
+                                        failure=result.failure, context=context)
+        self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages,
+                   context=context)
         if result.thread_id and result.turn_id:
             self._last_thread[key] = (result.thread_id, result.endpoint)
             self._tell("codex_thread_bound", agent=agent, thread_id=result.thread_id,
-                       endpoint=result.endpoint)
+                       endpoint=result.endpoint, context=context)
         if result.should_retire and session is not None:
             self._retire(key, session)
         return result
@@ -335,10 +364,15 @@ class CodexRuntime:
     # ------------------------------------------------------------------ controls
 
     def interrupt(self, agent: Any) -> None:
-        """Interrupt the agent's active turn (from any thread)."""
-        session = self.session_for(agent)
-        if session is not None:
-            session.interrupt()
+        """Interrupt the agent's turn (from any thread): the one in flight — or, for an agent
+        without a session, its next one, which then does not start."""
+        key = id(agent)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or key in self._contexts:
+                self._interrupted.add(key)  # a session made for this turn starts stopped
+        if entry is not None:
+            entry.session.interrupt()
 
     def steer(self, agent: Any, text: str) -> bool:
         """Steer the agent's active turn; True when codex accepted it."""
@@ -348,13 +382,3 @@ class CodexRuntime:
     def close(self, agent: Any) -> None:
         """Close the agent's session and its process tree."""
         self._forget(id(agent))
-
-    def close_all(self) -> None:
-        """Close every session (host shutdown)."""
-        with self._lock:
-            entries = list(self._entries.values())
-            self._entries.clear()
-        for entry in entries:
-            entry.session.close()
-        self.pool.close()
-        self.pool.reopen()

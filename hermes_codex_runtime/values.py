@@ -1,5 +1,6 @@
 """The plain values a session and its host exchange: settings in, events and approval questions
-during a turn, a :class:`TurnResult` out. No I/O here.
+during a turn, a :class:`TurnResult` out, and the :class:`TurnContext` every per-turn hook gets.
+No I/O here.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from hermes_codex_runtime.pool import Placement
 from hermes_codex_runtime.projector import ToolCall
 from hermes_codex_runtime.protocol import Failure, HostTool
-from hermes_codex_runtime.usage import TokenUsage, UsageReport
+from hermes_codex_runtime.usage import UsageReport
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ class SessionSettings:
     control_timeout: float = 5.0
     post_tool_quiet_warning: float = 90.0
     client_version: str = "0"
+    #: How the host names itself to codex (``initialize``'s ``clientInfo.title``).
+    client_title: str | None = None
     registry_path: str | None = None  # app-servers recorded here are reaped if the host dies
     #: The host's own tools codex may call on this thread (codex's experimental dynamic tools);
     #: each call goes to the session's ``call_tool``.
@@ -216,11 +219,6 @@ class TurnResult:
         return self.error is None and not self.interrupted
 
     @property
-    def last_token_usage(self) -> TokenUsage | None:
-        """The final model response's usage (the current prompt size)."""
-        return self.usage.last if self.usage else None
-
-    @property
     def model_context_window(self) -> int | None:
         """The model's usable context window, as codex reported it."""
         return self.usage.context_window if self.usage else None
@@ -232,3 +230,16 @@ class TurnResult:
             self.error = failure.describe()
         if retire if retire is not None else failure.retire_session:
             self.should_retire = True
+
+
+HostState = TypeVar("HostState")
+
+
+@dataclass(slots=True)
+class TurnContext(Generic[HostState]):
+    """One turn as the host started it, handed to every hook the runtime calls for that turn
+    (pluggy passes it only to implementations that name ``context``). ``host`` is the host's own
+    per-turn data — the runtime never looks inside — so nothing of a turn has to be stored on
+    the host's agent object. A compaction or a hook call outside a turn gets an empty context."""
+
+    host: HostState | None = None

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
@@ -168,12 +167,12 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experiment
     """Factory: ``make_runtime(**host_options) -> (runtime, host)`` on the real codex binary and
     the mock provider. Every connection records what it sent; teardown closes every session and
     asserts the wire stayed clean (schema-valid, nothing codex would ignore)."""
-    from support import APP_SERVER_MODE, RecordingHost
+    from support import APP_SERVER_MODE, RecordingHost, shut_down
 
     from hermes_codex_runtime.plugins import make_plugin_manager
-    from hermes_codex_runtime.pool import Placement
+    from hermes_codex_runtime.pool import Placement, ServerPool
     from hermes_codex_runtime.runtime import CodexRuntime
-    from hermes_codex_runtime.session import CodexSession, SessionSettings
+    from hermes_codex_runtime.session import SessionSettings
     from hermes_codex_runtime.testing.wire_recorder import RecordingConnection
 
     workdir = tmp_path / "work"
@@ -191,18 +190,16 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experiment
             codex_bin=codex_binary.path, codex_home=str(codex_home), cwd=str(workdir),
             turn_timeout=60.0, app_server=Placement(APP_SERVER_MODE))
         host = RecordingHost(settings, **host_options)
-        runtime = CodexRuntime(make_plugin_manager([host]),
-                               session_factory=functools.partial(CodexSession,
-                                                                 connection_factory=connect))
-        runtimes.append(runtime)
+        runtime = CodexRuntime(make_plugin_manager([host]), pool=ServerPool(spawn=connect))
+        runtimes.append((runtime, host))
         return runtime, host
 
     make.workdir = workdir
     make.settings_defaults = {"codex_bin": codex_binary.path, "codex_home": str(codex_home)}
     make.connections = connections
     yield make
-    for runtime in runtimes:
-        runtime.close_all()
+    for runtime, _host in runtimes:
+        shut_down(runtime)
     problems = []
     for conn in connections:
         schema = experimental_schema if conn.experimental else protocol_schema
@@ -223,12 +220,14 @@ def hermes_base(tmp_path_factory):
     SESSION_ENV.update(session_env)
     os.environ.update(session_env)
     os.environ.pop("HERMES_YOLO_MODE", None)
+    import agent.codex_runtime
     import run_agent  # noqa: F401  (importing it runs Hermes' plugin discovery)
 
-    from hermes_codex_runtime.hermes import REGISTRATIONS, seams
+    from hermes_codex_runtime.hermes import seams
+    from hermes_codex_runtime.hermes.registrations import REGISTRATIONS
 
     assert REGISTRATIONS, "Hermes did not load the plugin from its entry point"
-    assert seams.INSTALLED["turn"] and seams.INSTALLED["activation"], seams.INSTALLED
+    assert agent.codex_runtime.run_codex_app_server_turn is seams.run_codex_app_server_turn
     return home
 
 

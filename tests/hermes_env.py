@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
+from hermes_codex_runtime.hermes.offline import write_offline_caches
 
 HERMES = str(Path(sys.executable).with_name("hermes"))
 HOOK_RECORDER = textwrap.dedent('''

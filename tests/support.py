@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,34 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def descendants(pid: int, command_has: str) -> list[int]:
+    """PIDs of ``pid``'s descendants whose command line contains ``command_has``. A process may
+    exit between being listed and being read — it is then simply not one of them."""
+    found = []
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    for child in children:
+        try:
+            if command_has in " ".join(child.cmdline()):
+                found.append(child.pid)
+        except psutil.Error:  # exited (or became a zombie) meanwhile
+            continue
+    return found
+
+
+def total_rss(pids: Iterable[int]) -> int:
+    """The resident memory of those of ``pids`` still running (one may exit while summing)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            continue
+    return total
 
 
 class Agent:
@@ -66,9 +94,14 @@ class RecordingHost:
         self.endpoints: list[str | None] = []
         self.fallbacks: list[tuple[Any, Any]] = []
         self.seed_requests = 0
+        #: Every agent a turn was run for (the fixture closes their sessions).
+        self.agents: list[Any] = []
 
     @hookimpl
     def codex_session_settings(self, agent):
+        with self.lock:
+            if not any(a is agent for a in self.agents):
+                self.agents.append(agent)
         return self.settings
 
     @hookimpl
@@ -175,3 +208,12 @@ def leaky_bwrap(codex_path: str) -> str:
                                                     tmp=tempfile.gettempdir().rstrip("/") + "/"))
     (shim / "bwrap").chmod(0o755)
     return str(shim)
+
+
+def shut_down(runtime) -> None:
+    """What a host's exit does to a runtime: every session a turn ran for closed, every
+    app-server of its pool ended."""
+    for plugin in runtime.pm.get_plugins():
+        for agent in getattr(plugin, "agents", ()):
+            runtime.close(agent)
+    runtime.pool.close()

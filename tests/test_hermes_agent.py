@@ -248,7 +248,7 @@ def test_interrupt_and_close_reach_the_codex_session(hermes):
     result = agent.run_conversation("go on and on")
     assert time.monotonic() - started < 8
     assert result["interrupted"] is True and result["completed"] is False
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes.shared import shared_runtime
 
     session = shared_runtime().session_for(agent)
     pid = session.connection.pid
@@ -338,7 +338,7 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert "codex 0.163" in text or "codex 0." in text
     assert "input 80 (cached 20, uncached 60)" in text
     assert "context:" in text and "190000" in text
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes.shared import shared_runtime
 
     pid = shared_runtime().session_for(agent).connection.pid
     assert re.search(rf"app-server: +local pid {pid}: \d+ session\(s\), \d+ thread\(s\) "
@@ -394,7 +394,7 @@ def test_status_lists_the_live_codex_processes(hermes):
     import os
 
     from hermes_codex_runtime.hermes import status
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes.shared import shared_runtime
 
     agent = hermes.agent()
     hermes.provider.enqueue(mp.text("hi"))

@@ -20,7 +20,7 @@ PROBE = """
 import json
 from hermes_cli import plugins
 plugins.discover_plugins()
-import hermes_codex_runtime.hermes as adapter
+import hermes_codex_runtime.hermes.registrations as adapter
 ours = [p for p in plugins.get_plugin_manager().list_plugins() if p["key"] == "codex-runtime"]
 print(json.dumps({"registrations": len(adapter.REGISTRATIONS), "entry": ours}))
 """
@@ -42,7 +42,7 @@ def probe(home: Path) -> dict:
 
 def test_hermes_agent_imports_with_the_plugin_enabled(tmp_path):
     (tmp_path / "config.yaml").write_text("plugins:\n  enabled: [codex-runtime]\n")
-    code = ("import run_agent, hermes_codex_runtime.hermes as a; "
+    code = ("import run_agent, hermes_codex_runtime.hermes.registrations as a; "
             "print(run_agent.AIAgent.__name__, len(a.REGISTRATIONS))")
     proc = subprocess.run([sys.executable, "-c", code], env=hermes_env(tmp_path), text=True,
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import psutil
+import os
+
 import pytest
+from support import descendants
 
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
@@ -119,13 +121,13 @@ def test_a_missing_binary_names_the_setting(hermes, tmp_path):
 
 
 def test_the_turn_seam_never_raises_even_when_set_up_fails(hermes, monkeypatch):
-    from hermes_codex_runtime.hermes import turn
+    from hermes_codex_runtime.hermes import shared
 
     def broken_manager(*args, **kwargs):
         raise RuntimeError("a plugin manager that cannot be built")
 
-    monkeypatch.setattr(turn, "_runtime", None)
-    monkeypatch.setattr(turn, "make_plugin_manager", broken_manager)
+    monkeypatch.setattr(shared, "_runtime", None)
+    monkeypatch.setattr(shared, "make_plugin_manager", broken_manager)
     result = hermes.agent().run_conversation("hello")
     assert result["failed"] is True and result["completed"] is False
     assert "cannot be built" in result["final_response"]
@@ -144,8 +146,7 @@ def test_codex_ignoring_its_config_never_sends_to_another_provider(hermes):
     assert "wire_api" in answer  # codex's own words about what is wrong
     assert "Install codex" not in answer and "codex_bin" not in answer
     assert hermes.provider.requests == []
-    assert not [p for p in psutil.Process().children(recursive=True)
-                if "app-server" in " ".join(p.cmdline())]
+    assert descendants(os.getpid(), "app-server") == []
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["warning-first", "warning-late"])

@@ -10,7 +10,7 @@ from hermes_codex_runtime.testing import mock_provider as mp
 
 
 def wait_for_active_turn(agent, timeout=20.0):
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes.shared import shared_runtime
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

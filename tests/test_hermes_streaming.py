@@ -39,7 +39,7 @@ def test_a_long_quiet_codex_turn_keeps_the_agents_activity_clock_ticking(hermes)
     stop = threading.Event()
 
     def watchdog():
-        from hermes_codex_runtime.hermes.turn import shared_runtime
+        from hermes_codex_runtime.hermes.shared import shared_runtime
 
         while not stop.wait(0.2):
             session = shared_runtime().session_for(agent)

@@ -46,8 +46,8 @@ def host_requirement() -> str:
 
 
 def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
+    from hermes_codex_runtime.hermes.offline import write_offline_caches
     from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-    from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
     from hermes_codex_runtime.wire import resolve_codex_binary
 
     requirement = host_requirement()

@@ -35,7 +35,8 @@ def test_hermes_entry_point_is_a_module_with_register():
     eps = metadata.entry_points(group="hermes_agent.plugins")
     ours = [ep for ep in eps if ep.name == "codex-runtime"]
     assert len(ours) == 1
-    assert ours[0].value == "hermes_codex_runtime"  # Hermes does getattr(ep.load(), "register")
+    # Hermes does getattr(ep.load(), "register"): the adapter, the only package that knows Hermes
+    assert ours[0].value == "hermes_codex_runtime.hermes"
     assert callable(ours[0].load().register)
 
 
@@ -47,7 +48,7 @@ def test_console_script_is_installed():
 def test_plugin_module_avoids_strings_that_reroute_upstream_loader():
     # Upstream classifies an entry-point module by scanning its first 8 KiB: these strings make
     # it treat the plugin as a provider/memory plugin and never call register().
-    head = (PACKAGE / "__init__.py").read_text()[:8192]
+    head = (PACKAGE / "hermes" / "__init__.py").read_text()[:8192]
     assert "MemoryProvider" not in head
     assert not ("register_provider" in head and "ProviderProfile" in head)
 
@@ -125,3 +126,21 @@ def test_a_host_runtime_registry_is_used_when_offered():
     [(descriptor, turn_function)] = host.registered
     assert descriptor["api_mode"] == "codex_app_server"
     assert turn_function is run_codex_app_server_turn
+
+
+def test_the_host_contract_document_lists_every_hook_as_hookspecs_declares_it():
+    """docs/host-contract.md's hook table against the live hookspecs: the same hooks, each
+    with its arguments in order and its firstresult flag."""
+    import re
+
+    from hermes_codex_runtime.plugins import make_plugin_manager
+
+    table = (ROOT / "docs" / "host-contract.md").read_text()
+    documented = {
+        name: (tuple(a.strip() for a in args.split(",") if a.strip()), first == "yes")
+        for name, args, first in re.findall(
+            r"^\| `(codex_\w+)\(([^)]*)\)` \| (yes|no) \|", table, flags=re.MULTILINE)}
+    pm = make_plugin_manager(load_entry_points=False)
+    declared = {name: (tuple(caller.spec.argnames), bool(caller.spec.opts.get("firstresult")))
+                for name, caller in vars(pm.hook).items() if caller.spec is not None}
+    assert documented == declared

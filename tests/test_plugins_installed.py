@@ -1,7 +1,7 @@
 """Third-party plugins as users install them: real distributions on ``sys.path`` whose entry
 points (group ``codex_runtime``) ``make_plugin_manager`` discovers — their order against the
-host, the ``CODEX_RUNTIME_LOAD_PLUGINS`` selection, and a broken plugin reported once and
-skipped."""
+host, the ``CODEX_RUNTIME_LOAD_PLUGINS`` selection, a broken plugin reported once and skipped,
+and a misspelt hook named in a warning instead of registering silently."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import Decision
+from hermes_codex_runtime.values import TurnContext
 
 POLICY = textwrap.dedent('''
     from hermes_codex_runtime.hookspecs import hookimpl
@@ -38,6 +39,19 @@ BROKEN = textwrap.dedent('''
     def codex_approval(agent, request, something_the_spec_lacks):
         return "accept"
 ''')
+MISSPELT = textwrap.dedent('''
+    from hermes_codex_runtime.hookspecs import hookimpl
+
+    @hookimpl(tryfirst=True)
+    def codex_aproval(agent, request):  # the policy its author meant: never called
+        return "decline"
+
+    @hookimpl
+    def codex_event(agent, event):
+        seen.append(event)
+
+    seen = []
+''')
 
 
 class Host:
@@ -52,7 +66,8 @@ def installed(tmp_path, monkeypatch):
     site = tmp_path / "site"
     for dist, module, source in (("org-policy", "hcr_org_policy", POLICY),
                                  ("usage-export", "hcr_usage_export", ORDINARY),
-                                 ("broken-plugin", "hcr_broken_plugin", BROKEN)):
+                                 ("broken-plugin", "hcr_broken_plugin", BROKEN),
+                                 ("misspelt-policy", "hcr_misspelt_policy", MISSPELT)):
         (site / f"{module}.py").parent.mkdir(parents=True, exist_ok=True)
         (site / f"{module}.py").write_text(source)
         info = site / f"{module}-1.0.dist-info"
@@ -61,8 +76,14 @@ def installed(tmp_path, monkeypatch):
         (info / "entry_points.txt").write_text(f"[codex_runtime]\n{dist} = {module}\n")
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
+    # what was reported once per process: each test is a fresh process's first look
+    from hermes_codex_runtime import plugins
+
+    monkeypatch.setattr(plugins, "_reported", set())
+    monkeypatch.setattr(plugins, "_unknown_reported", set())
     yield
-    for module in ("hcr_org_policy", "hcr_usage_export", "hcr_broken_plugin"):
+    for module in ("hcr_org_policy", "hcr_usage_export", "hcr_broken_plugin",
+                   "hcr_misspelt_policy"):
         sys.modules.pop(module, None)
 
 
@@ -76,16 +97,20 @@ def test_installed_plugins_load_in_order_and_a_broken_one_is_skipped_once(instal
     with caplog.at_level(logging.WARNING, logger="hermes_codex_runtime.plugins"):
         pm = make_plugin_manager([Host()])
         make_plugin_manager([Host()])  # a second manager: no second warning
-    assert names(pm) == ["entrypoint:org-policy", "entrypoint:usage-export"]
+    assert names(pm) == ["entrypoint:misspelt-policy", "entrypoint:org-policy",
+                         "entrypoint:usage-export"]
     warnings = [r.getMessage() for r in caplog.records if "broken-plugin" in r.getMessage()]
     assert len(warnings) == 1 and "skipped" in warnings[0]
     # the tryfirst policy overrides the host; the ordinary plugin never outranks the host
-    assert pm.hook.codex_approval(agent=None, request="rm -rf /tmp/x") is Decision.DECLINE
-    assert pm.hook.codex_approval(agent=None, request="ls") is Decision.ACCEPT
+    context = TurnContext()
+    assert pm.hook.codex_approval(agent=None, request="rm -rf /tmp/x",
+                                  context=context) is Decision.DECLINE
+    assert pm.hook.codex_approval(agent=None, request="ls", context=context) is Decision.ACCEPT
 
 
 @pytest.mark.parametrize(("selection", "expected"), [
     ("org-policy", ["entrypoint:org-policy"]),
+    ("misspelt-policy", ["entrypoint:misspelt-policy"]),
     ("org-policy, usage-export", ["entrypoint:org-policy", "entrypoint:usage-export"]),
     ("", []),
 ])
@@ -93,3 +118,21 @@ def test_codex_runtime_load_plugins_selects_which_load(installed, monkeypatch, s
                                                        expected):
     monkeypatch.setenv("CODEX_RUNTIME_LOAD_PLUGINS", selection)
     assert names(make_plugin_manager([Host()])) == expected
+
+
+def test_a_misspelt_hook_is_a_warning_naming_the_plugin_and_its_other_hooks_still_run(
+        installed, monkeypatch, caplog):
+    monkeypatch.setenv("CODEX_RUNTIME_LOAD_PLUGINS", "misspelt-policy")
+    with caplog.at_level(logging.WARNING, logger="hermes_codex_runtime.plugins"):
+        pm = make_plugin_manager([Host()])
+        make_plugin_manager([Host()])  # a second manager: no second warning
+    [warning] = [r.getMessage() for r in caplog.records if "misspelt-policy" in r.getMessage()]
+    assert "'codex_aproval'" in warning and "never called" in warning
+    assert "did you mean 'codex_approval'" in warning
+    context = TurnContext()
+    # the host's decision stands (the misspelt policy never ran) ...
+    assert pm.hook.codex_approval(agent=None, request="rm -rf /", context=context) \
+        is Decision.ACCEPT
+    # ... and the plugin's correctly named hook is called
+    pm.hook.codex_event(agent=None, event="progress", context=context)
+    assert importlib.import_module("hcr_misspelt_policy").seen == ["progress"]

@@ -10,8 +10,7 @@ import statistics
 import threading
 import time
 
-import psutil
-from support import Agent, alive
+from support import Agent, alive, shut_down, total_rss
 
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.pool import PER_SESSION, SHARED, Placement, PoolLimits
@@ -257,8 +256,8 @@ def test_shared_memory_is_a_fraction_of_a_process_per_session(make_runtime, mock
         for worker in workers:
             worker.join(60)
         conns = make_runtime.connections[before:]
-        rss = sum(psutil.Process(c.pid).memory_info().rss for c in conns if alive(c.pid))
-        runtime.close_all()
+        rss = total_rss(c.pid for c in conns)
+        shut_down(runtime)
         return rss
 
     shared = run(Placement(SHARED))

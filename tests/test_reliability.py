@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support import alive
+from support import alive, total_rss
 
 from hermes_codex_runtime.bindings import ThreadBindings
 from hermes_codex_runtime.protocol import Decision
@@ -224,8 +224,8 @@ def test_eight_concurrent_sessions_of_ten_turns_without_cross_talk(codex_binary,
         for worker in workers:
             worker.join(timeout=240)
         assert not any(worker.is_alive() for worker in workers)
-        rss = sum(psutil.Process(s.connection.pid).memory_info().rss for s in sessions
-                  if s.connection is not None and s.connection.is_alive())
+        rss = total_rss(s.connection.pid for s in sessions
+                        if s.connection is not None and s.connection.pid is not None)
     finally:
         for session in sessions:
             session.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from support import Agent
+from support import Agent, shut_down
 
 from hermes_codex_runtime.pool import EndpointSpec, Placement
 from hermes_codex_runtime.protocol import FailureKind
@@ -92,7 +92,7 @@ def test_a_resume_in_a_new_process_goes_to_the_server_that_holds_the_thread(
     turn = runtime.run_turn(mine, "hello mine")
     assert turn.ok and turn.endpoint == west.url
     stored = host.by_agent[id(mine)]
-    runtime.close_all()
+    shut_down(runtime)
     assert stored == {"thread_id": turn.thread_id, "endpoint": west.url}
 
     later, later_host = make_runtime(settings, stored=stored)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_codex_runtime.hermes.sessions import HermesSessions
 from hermes_codex_runtime.replay.control import (
     ReplayContext,
     ReplayError,
@@ -26,14 +27,9 @@ from hermes_codex_runtime.replay.control import (
     resume_run,
     run_view,
 )
-from hermes_codex_runtime.replay.engine import parse_turns
+from hermes_codex_runtime.replay.plan import parse_turns
 from hermes_codex_runtime.replay.report import render_html, write_report
-from hermes_codex_runtime.replay.sources import (
-    SourceError,
-    list_sessions,
-    load_claude,
-    open_source,
-)
+from hermes_codex_runtime.replay.sources import SourceError, load_claude
 from hermes_codex_runtime.replay.store import Run, RunClosed, RunStore, StoreError, check_run_id
 
 SCHEMA = """
@@ -50,6 +46,20 @@ CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, ro
 def tool_calls(name: str) -> str:
     return json.dumps([{"id": "c1", "type": "function",
                         "function": {"name": name, "arguments": "{\"cmd\": \"ls\"}"}}])
+
+
+def open_source(ref: str, home: Path):
+    return HermesSessions(home).open(ref)
+
+
+def list_sessions(home: Path, search: str | None = None, limit: int = 20, offset: int = 0):
+    return HermesSessions(home).list(search, limit, offset)
+
+
+def context_for(home: Path) -> ReplayContext:
+    """The replay context the Hermes adapter makes for ``home``."""
+    return ReplayContext(sources=HermesSessions(home), runs_dir=home / "codex-runtime" / "replays",
+                         controllers_dir=home / "codex-runtime" / "controllers")
 
 
 class StateDb:
@@ -296,7 +306,7 @@ def repo_session(tmp_path, home):
     db.message("s1", "assistant", "done one")
     db.message("s1", "user", "two")
     db.message("s1", "assistant", "done two")
-    return {"context": ReplayContext(hermes_home=home), "project": project, "head": head}
+    return {"context": context_for(home), "project": project, "head": head}
 
 
 def test_planning_resolves_the_baseline_and_writes_nothing(repo_session, home):
@@ -336,7 +346,7 @@ def test_a_session_whose_directory_is_gone_or_not_a_repository(tmp_path, home):
     (tmp_path / "plain").mkdir()
     db.session("plain", cwd=str(tmp_path / "plain"))
     db.message("plain", "user", "hi")
-    context = ReplayContext(hermes_home=home)
+    context = context_for(home)
     with pytest.raises(ReplayError, match="deleted is gone: name the repository with --repo"):
         prepare(context, RunRequest("gone"))
     with pytest.raises(ReplayError, match="not in a git repository: use --baseline empty"):
@@ -647,13 +657,15 @@ def test_controllers_own_their_runs_and_idle_exit_waits_for_them(repo_session, h
     from hermes_codex_runtime.replay.store import identity
 
     context = repo_session["context"]
+    worker = subprocess.Popen(["sleep", "60"])
+    # the run is the first controller's and running before that controller starts: with an
+    # idle timeout of 1 s it would otherwise be free to exit while the second one starts
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+    run = create_run(context, transcript, plan, controller="first-controller")
+    run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
     first = ControllerProcess(home, idle=1.0, session="first-controller")
     second = ControllerProcess(home, idle=600, session="second-controller")
-    worker = subprocess.Popen(["sleep", "60"])
     try:
-        transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-        run = create_run(context, transcript, plan, controller="first-controller")
-        run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
         status, data = second.call("cancel_run", run_id=run.id)
         assert status == 400 and "belongs to another controller" in data["error"]
         assert run.state()["status"] == "running"
@@ -723,7 +735,7 @@ def test_which_failures_a_variant_retries():
 
 
 def test_controller_port_and_idle_timeout_come_from_config_or_the_environment(monkeypatch):
-    from hermes_codex_runtime.replay.controller import controller_settings
+    from hermes_codex_runtime.hermes.replay_context import controller_settings
 
     monkeypatch.delenv("HERMES_CODEX_REPLAY_PORT", raising=False)
     monkeypatch.delenv("HERMES_CODEX_REPLAY_IDLE_TIMEOUT", raising=False)

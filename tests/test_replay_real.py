@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 import pytest
 from hermes_env import base_config, hermes_env, write_hermes_home
-from support import alive
+from support import alive, descendants
 
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 from hermes_codex_runtime.testing.replay_script import after_tool, agent, last_user_text
@@ -281,8 +281,7 @@ def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(reco
         state = json.loads((folder / "state.json").read_text())
         runner = state["runner"]["pid"]
         assert state["variants"]["v1-mock-model"]["in_flight"] == 2
-        codex = [p.pid for p in psutil.Process(runner).children(recursive=True)
-                 if "codex" in " ".join(p.cmdline())]
+        codex = descendants(runner, "codex")  # a child may exit while they are listed
         assert codex, "the runner has no codex app-server"
         os.kill(runner, signal.SIGKILL)
         wait_for(lambda: not alive(runner), 10, "the runner to die")

@@ -111,7 +111,7 @@ def test_commands_of_a_resumed_thread_inherit_no_credential(make_runtime, mock_p
     the commands of a thread resumed by a new process."""
     import dataclasses
 
-    from support import Agent
+    from support import Agent, shut_down
 
     secret = "resume-secret-" + os.urandom(6).hex()
     _, host = make_runtime()
@@ -120,7 +120,7 @@ def test_commands_of_a_resumed_thread_inherit_no_credential(make_runtime, mock_p
     mock_provider.enqueue(mp.text("first"))
     first = runtime.run_turn(Agent(), "hello")
     assert first.ok
-    runtime.close_all()
+    shut_down(runtime)
 
     again, _ = make_runtime(settings, stored=first.thread_id)
     mock_provider.enqueue(mp.exec_command("env"), mp.text("listed"))

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from support import Agent, RecordingHost
+from support import Agent, RecordingHost, shut_down
 
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import Decision, FailureKind
@@ -31,7 +31,7 @@ def fake_runtime(fake_codex, tmp_path):
 
     yield make
     for runtime in runtimes:
-        runtime.close_all()
+        shut_down(runtime)
 
 
 def test_codex_dying_mid_turn_ends_the_turn_at_once_and_retires(fake_runtime, fake_codex):
@@ -284,7 +284,7 @@ def test_a_silent_thread_start_is_bounded(fake_codex, tmp_path):
     runtime = CodexRuntime(make_plugin_manager([RecordingHost(settings)]))
     started = time.monotonic()
     turn = runtime.run_turn(Agent(), "go")
-    runtime.close_all()
+    shut_down(runtime)
     assert time.monotonic() - started < 5
     assert turn.failure is not None and turn.failure.kind is FailureKind.TRANSPORT
     assert turn.should_retire
@@ -394,7 +394,7 @@ def test_the_binary_removed_between_two_turns_is_a_setup_failure(fake_codex, tmp
         second = runtime.run_turn(agent, "two")
         third = runtime.run_turn(agent, "three")  # and again, with the same clear message
     finally:
-        runtime.close_all()
+        shut_down(runtime)
     for turn in (second, third):
         assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
         assert "does not exist" in turn.error and "codex binary setting" in turn.error
@@ -497,7 +497,7 @@ def test_a_resume_that_times_out_keeps_the_thread_for_the_next_attempt(fake_code
     host = RecordingHost(settings)
     runtime = CodexRuntime(make_plugin_manager([host]))
     first = runtime.run_turn(Agent(), "one")
-    runtime.close_all()
+    shut_down(runtime)
     assert first.ok and host.bound == [first.thread_id]
 
     fake_codex.set_scenario({"resume": "hang"})
@@ -508,7 +508,7 @@ def test_a_resume_that_times_out_keeps_the_thread_for_the_next_attempt(fake_code
     assert failed.failure is not None and failed.failure.kind is FailureKind.TRANSPORT
     fake_codex.set_scenario({"turns": [[{"message": "three"}]]})
     again = runtime.run_turn(agent, "three")
-    runtime.close_all()
+    shut_down(runtime)
     assert again.ok and again.thread_origin == "resumed" and again.thread_id == first.thread_id
     assert host.seed_requests == 0  # never started fresh
 
@@ -519,7 +519,7 @@ def test_a_named_codex_home_that_does_not_exist_is_never_created(fake_codex, tmp
                                cwd=str(tmp_path))
     runtime = CodexRuntime(make_plugin_manager([RecordingHost(settings)]))
     turn = runtime.run_turn(Agent(), "go")
-    runtime.close_all()
+    shut_down(runtime)
     assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
     assert "does not exist" in turn.error and "Create it" in turn.error
     assert not missing.exists()

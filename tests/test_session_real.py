@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from support import SHARED, Agent
+from support import SHARED, Agent, shut_down
 
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
@@ -199,7 +199,7 @@ def test_history_seed_rides_on_a_fresh_thread_and_never_on_resume(make_runtime, 
     assert "host system prompt" not in seeded[0]
 
     # A second process resumes the same thread: codex holds the history; no seed rides along.
-    runtime.close_all()
+    shut_down(runtime)
     other_runtime, other_host = make_runtime(instructions="HOST-PROMPT-9",
                                              stored=turn.thread_id)
     mock_provider.clear()

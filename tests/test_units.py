@@ -14,6 +14,7 @@ from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.projector import Projector, tool_call_id
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.usage import TokenUsage, UsageAccumulator
+from hermes_codex_runtime.values import TurnContext
 
 # ---------------------------------------------------------------- usage
 
@@ -217,15 +218,19 @@ def test_the_host_answers_before_ordinary_plugins_and_tryfirst_policies_before_t
     pm.register(_OrdinaryPlugin())  # registered like an entry point would be: before the host
     pm.unregister(name="host:0:_Host")
     pm.register(_Host(), name="host:0:_Host")
-    assert pm.hook.codex_approval(agent=None, request="anything") is Decision.DECLINE
+    assert pm.hook.codex_approval(agent=None, request="anything",
+                                  context=TurnContext()) is Decision.DECLINE
     pm.register(_TryFirstPolicy())
-    assert pm.hook.codex_approval(agent=None, request="safe") is Decision.ACCEPT
-    assert pm.hook.codex_approval(agent=None, request="other") is Decision.DECLINE
+    assert pm.hook.codex_approval(agent=None, request="safe",
+                                  context=TurnContext()) is Decision.ACCEPT
+    assert pm.hook.codex_approval(agent=None, request="other",
+                                  context=TurnContext()) is Decision.DECLINE
 
 
 def test_without_any_host_approvals_fail_closed():
     pm = make_plugin_manager(load_entry_points=False)
-    assert pm.hook.codex_approval(agent=None, request="x") is Decision.DECLINE
+    assert pm.hook.codex_approval(agent=None, request="x",
+                                  context=TurnContext()) is Decision.DECLINE
 
 
 @settings(max_examples=200, deadline=None)

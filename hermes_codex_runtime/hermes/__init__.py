@@ -1,9 +1,10 @@
 """The Hermes adapter: the only package that imports Hermes modules.
 
-:func:`install` is called by :func:`hermes_codex_runtime.register` from Hermes' plugin loader
-while ``run_agent`` is still importing. It stays cheap: it swaps the turn seam and the runtime
-resolver (:mod:`.seams`), and never raises into the host — a missing seam is one log line and the
-host's own runtime stays in place. Everything else happens on the first codex turn.
+:func:`register` is what Hermes' plugin loader calls — this module is the
+``hermes_agent.plugins`` entry point — while ``run_agent`` is still importing. It stays cheap: it
+swaps the turn seam and the runtime resolver (:mod:`.seams`), and never raises into the host — a
+missing seam is one log line and the host's own runtime stays in place. Everything else happens on
+the first codex turn.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from typing import Any
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 
-#: The contexts Hermes registered us with, in order (one per plugin-manager load).
-REGISTRATIONS: list[Any] = []
+
+def register(ctx: Any) -> None:
+    """Hermes plugin entry: install the codex runtime into the host through ``ctx``."""
+    install(ctx)
 
 
 def install(ctx: Any) -> None:
     """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising)."""
+    from hermes_codex_runtime.hermes.registrations import REGISTRATIONS
+
     REGISTRATIONS.append(ctx)
     try:
         from hermes_codex_runtime.hermes import seams

@@ -56,8 +56,8 @@ def codex_status_text(agent: Any) -> str:
     """The ``/codex-status`` answer for ``agent`` (or for no agent yet): what this session ran
     on, and what the NEXT message runs on — decided from config.yaml exactly as activation will
     decide it when Hermes resolves the configured provider for that message."""
+    from hermes_codex_runtime.hermes.shared import shared_runtime
     from hermes_codex_runtime.hermes.switch import next_runtime
-    from hermes_codex_runtime.hermes.turn import shared_runtime
 
     lines = [f"next message:  {next_runtime()}"]
     if agent is None:

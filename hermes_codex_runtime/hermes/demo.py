@@ -24,10 +24,10 @@ from typing import Any, TextIO
 import yaml
 
 from hermes_codex_runtime.hermes.demo_story import Story, play
+from hermes_codex_runtime.hermes.offline import write_offline_caches
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
-from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
 from hermes_codex_runtime.wire import WireError, probe_version, resolve_codex_binary
 
 

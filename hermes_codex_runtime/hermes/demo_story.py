@@ -88,7 +88,7 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
     from hermes_state import SessionDB
     from tools.terminal_tool import set_approval_callback
 
-    from hermes_codex_runtime.hermes import REGISTRATIONS
+    from hermes_codex_runtime.hermes.registrations import REGISTRATIONS
 
     story.say(f"   Hermes loaded the plugin from its entry point: {bool(REGISTRATIONS)}")
 

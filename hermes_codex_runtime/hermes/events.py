@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_codex_runtime.hermes.context import TurnState
 from hermes_codex_runtime.hermes.notify import warn_user
 from hermes_codex_runtime.hermes.probe import symbol
 from hermes_codex_runtime.hermes.protected import prompt_text
@@ -50,9 +51,9 @@ ACTIVITY_TOUCH_EVERY = 1.0  # seconds between touches of the agent's activity cl
 STATUS_KINDS = ("retrying", "quiet")  # shown as Hermes status lines (CLI and gateway)
 
 
-def bridge(agent: Any, event: CodexEvent, state: Any) -> None:
-    """Hand ``event`` to the agent's display callbacks; ``state`` is the turn in flight (the
-    host's ``TurnState``) or ``None``."""
+def bridge(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+    """Hand ``event`` to the agent's display callbacks; ``state`` is the turn in flight (from
+    the hook's context) or ``None``."""
     if state is not None:
         # Anything codex does — streaming, a tool, a retry, a heartbeat while the model thinks —
         # is activity: the gateway's inactivity watchdog and busy-ack see a working turn.

@@ -4,6 +4,8 @@ Nothing upstream is a stable API, so every symbol the adapter touches goes throu
 a missing module or attribute logs ONE clear line (per symbol, per process) naming what stops
 working, and returns ``None`` so the caller can leave the host's own behaviour in place.
 ``COMPAT_MANIFEST.md`` lists each of them; a test walks that list against the installed host.
+A host call that fails where the turn can go on is logged the same way everywhere
+(:func:`swallowed`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +52,13 @@ def symbol_in(modules: Sequence[str], name: str, *, feature: str = "") -> Any:
     _report(f"{'|'.join(modules)}.{name}", f"{name} is missing from {', '.join(modules)}",
             feature)
     return None
+
+
+def swallowed(what: str) -> None:
+    """A failure the turn survives: logged at WARNING with its reason (traceback at DEBUG)."""
+    exc = sys.exc_info()[1]
+    log.warning("codex-runtime: %s failed: %s: %s", what, type(exc).__name__, exc)
+    log.debug("codex-runtime: %s failed", what, exc_info=True)
 
 
 def present(module: str, name: str) -> bool:

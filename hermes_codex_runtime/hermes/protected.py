@@ -42,7 +42,7 @@ def protected_roots(hermes_home: Path, codex_home: str | None) -> list[str]:
     places the sandbox keeps read-only for a persistence reason (the shell's start-up files,
     autostart, systemd user units, a Hermes checkout's git directory — see :mod:`.paths`), so
     that a change codex asks about there is declined too."""
-    from hermes_codex_runtime.hermes.paths import STARTUP_FILES, hermes_checkout_git
+    from hermes_codex_runtime.hermes.walled import STARTUP_FILES, hermes_checkout_git
 
     codex = codex_home_path(codex_home)
     home = Path.home()

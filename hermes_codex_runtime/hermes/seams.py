@@ -8,11 +8,14 @@ swaps module attributes:
   imports it afresh on every call, so the swap reaches every turn);
 * activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`).
 
-Class-level wiring — ``AIAgent.interrupt`` and ``steer`` reaching the codex session, ``close`` and
-``release_clients`` closing it, the background review's fork routed (see :mod:`.review`) —
-waits until ``run_agent`` has finished importing: it is done by the first codex turn
-(:func:`wire_agent_class`). A missing symbol logs one line and leaves the
-host's own behaviour in place; nothing here raises into the host.
+Class-level wiring — ``AIAgent.steer`` delivering to the codex turn, ``close`` and
+``release_clients`` closing the codex session (:mod:`.controls`), the background review's fork
+routed (see :mod:`.review`) — waits until ``run_agent`` has finished importing: the turn seam
+does it on the first codex turn (:func:`wire_agent_class`). ``AIAgent.interrupt`` is not wrapped:
+it reaches codex through the turn's ``_active_request_abort`` (one route). A missing symbol logs
+one line and leaves the host's own behaviour in place; nothing here raises into the host.
+
+This module only installs; running a turn is :mod:`.turn`'s, the controls are :mod:`.controls`'.
 """
 
 from __future__ import annotations
@@ -30,25 +33,22 @@ _MARK = "__hermes_codex_runtime__"
 _wired: set[type] = set()
 _wire_lock = threading.Lock()
 
-#: What install() managed to put in place (for status/doctor and tests).
-INSTALLED: dict[str, bool] = {}
-
 
 def install(ctx: Any) -> dict[str, bool]:
     """Install every seam this host supports; return which ones took."""
-    INSTALLED["turn"] = _install_turn(ctx)
+    installed = {"turn": _install_turn(ctx)}
     from hermes_codex_runtime.hermes.activation import install_activation
 
-    INSTALLED["activation"] = install_activation()
+    installed["activation"] = install_activation()
     from hermes_codex_runtime.hermes.switch import install_switch
 
-    INSTALLED["/codex-runtime"] = install_switch()
+    installed["/codex-runtime"] = install_switch()
     from hermes_codex_runtime.hermes.commands import register_commands
 
     for name, took in register_commands(ctx).items():
-        INSTALLED[f"command:{name}"] = took
-    INSTALLED["hook:pre_approval_request"] = _observe_approvals(ctx)
-    return dict(INSTALLED)
+        installed[f"command:{name}"] = took
+    installed["hook:pre_approval_request"] = _observe_approvals(ctx)
+    return installed
 
 
 def _observe_approvals(ctx: Any) -> bool:
@@ -66,14 +66,20 @@ def _observe_approvals(ctx: Any) -> bool:
 
 
 def _approval_hook_fired(**kwargs: Any) -> None:
-    approvals = sys.modules.get("hermes_codex_runtime.hermes.approvals")
-    if approvals is not None:  # nothing of ours asks before that module is loaded
-        approvals.observe_approval_hook(**kwargs)
+    prompts = sys.modules.get("hermes_codex_runtime.hermes.approval_prompts")
+    if prompts is not None:  # nothing of ours asks before that module is loaded
+        prompts.observe_approval_hook(**kwargs)
 
 
 def run_codex_app_server_turn(agent: Any, **kwargs: Any) -> Any:
-    """The seam Hermes calls for every codex turn. The runtime behind it (session, wire,
-    pluggy) is imported on the first turn, not while Hermes starts up."""
+    """The seam Hermes calls for every codex turn: the agent's class is wired (once), then the
+    turn runs (:mod:`.turn`). The runtime behind it (session, wire, pluggy) is imported on the
+    first turn, not while Hermes starts up."""
+    try:
+        wire_agent_class(type(agent))
+    except Exception:
+        log.warning("codex-runtime: wiring %s failed; its steer/close stay Hermes' own",
+                    type(agent).__name__, exc_info=True)
     from hermes_codex_runtime.hermes.turn import run_codex_app_server_turn as run
 
     return run(agent, **kwargs)
@@ -127,12 +133,13 @@ def _route_review_fork() -> None:
 
 
 def wire_agent_class(cls: type) -> None:
-    """Make ``interrupt`` reach the codex session and ``close``/``release_clients`` close it."""
+    """Make ``steer`` reach the codex turn and ``close``/``release_clients`` close the codex
+    session."""
     with _wire_lock:
         if cls in _wired:
             return
         _wired.add(cls)
-    from hermes_codex_runtime.hermes.turn import shared_runtime
+    from hermes_codex_runtime.hermes import controls
 
     def wrap(name: str, after: Any) -> None:
         original = getattr(cls, name, None)
@@ -159,9 +166,8 @@ def wire_agent_class(cls: type) -> None:
 
     _route_review_fork()
     _wrap_steer(cls)
-    wrap("interrupt", lambda agent: shared_runtime().interrupt(agent))
-    wrap("close", lambda agent: shared_runtime().close(agent))
-    wrap("release_clients", lambda agent: shared_runtime().close(agent))
+    wrap("close", controls.close)
+    wrap("release_clients", controls.close)
 
 
 def _wrap_steer(cls: type) -> None:
@@ -178,7 +184,7 @@ def _wrap_steer(cls: type) -> None:
     def steer(self: Any, text: Any, *args: Any, **kwargs: Any) -> Any:
         accepted = original(self, text, *args, **kwargs)
         if accepted and getattr(self, "api_mode", None) == "codex_app_server":
-            from hermes_codex_runtime.hermes.turn import deliver_pending_steer
+            from hermes_codex_runtime.hermes.controls import deliver_pending_steer
 
             try:
                 deliver_pending_steer(self)

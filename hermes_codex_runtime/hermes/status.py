@@ -10,6 +10,7 @@ import sqlite3
 from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
+from hermes_codex_runtime.hermes.paths import app_servers_dir, bindings_path, registry_path
 from hermes_codex_runtime.hermes.settings import hermes_home
 
 _COLUMNS = ("id", "source", "model", "started_at", "input_tokens", "output_tokens",
@@ -48,7 +49,7 @@ def collect(limit: int = 10, session: str | None = None) -> dict[str, Any]:
                   "version": ".".join(map(str, probe_version(resolved)))}
     except (WireError, SettingError) as exc:
         binary = {"error": str(exc)}
-    bindings = ThreadBindings(hermes_home() / "codex-runtime" / "threads.json")
+    bindings = ThreadBindings(bindings_path())
     sessions = []
     for row in _rows(limit, session):
         config: dict[str, Any] = {}
@@ -68,7 +69,6 @@ def collect(limit: int = 10, session: str | None = None) -> dict[str, Any]:
         thread = bindings.get(session)
         if thread:
             sessions.append({"session_id": session, "codex_thread_id": thread, "tokens": None})
-    from hermes_codex_runtime.hermes.host import registry_path
     from hermes_codex_runtime.wire.registry import ProcessRegistry
 
     processes = ProcessRegistry(registry_path()).live()
@@ -84,7 +84,7 @@ def app_servers(processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     rss = {p["pid"]: p["rss_mib"] for p in processes}
     out: list[dict[str, Any]] = []
-    directory = hermes_home() / "codex-runtime" / "app-servers"
+    directory = app_servers_dir()
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
             data = json.loads(path.read_text())

@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 
 from hermes_codex_runtime.hermes import fixes
+from hermes_codex_runtime.hermes.offline import write_offline_caches
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing import playground
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-from hermes_codex_runtime.testing.offline_hermes import write_offline_caches
 from hermes_codex_runtime.wire import WireError, resolve_codex_binary
 
 

@@ -6,17 +6,17 @@ Sits between :mod:`hermes_codex_runtime.wire` (one connection) and
 one thread, the pool knows both.
 """
 
-from hermes_codex_runtime.pool.pool import (
+from hermes_codex_runtime.pool.placement import (
     MODES,
     PER_SESSION,
     SHARED,
     EndpointSpec,
     Placement,
     PoolLimits,
-    ServerPool,
     default_threads_per_process,
     launch_key,
 )
+from hermes_codex_runtime.pool.pool import ServerPool
 from hermes_codex_runtime.pool.shared import Channel, SharedServer
 
 __all__ = [

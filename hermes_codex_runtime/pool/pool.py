@@ -27,11 +27,18 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.pool.launch import launch
+from hermes_codex_runtime.pool.placement import (
+    PER_SESSION,
+    SHARED,
+    EndpointSpec,
+    Placement,
+    PoolLimits,
+    launch_key,
+)
 from hermes_codex_runtime.pool.shared import Channel, SharedServer
 from hermes_codex_runtime.wire import AppServerConnection, SpawnOptions
 from hermes_codex_runtime.wire.files import atomic_write_json
@@ -39,76 +46,11 @@ from hermes_codex_runtime.wire.websocket import EndpointError
 
 log = logging.getLogger(__name__)
 
-SHARED = "shared"
-PER_SESSION = "per-session"
-MODES = (SHARED, PER_SESSION)
 #: Why an endpoint could not be used that means "it is gone", not "it refused us".
 UNREACHABLE = frozenset({"refused", "timeout", "closed"})
 
 Spawner = Callable[[SpawnOptions], AppServerConnection]
-Connector = Callable[["EndpointSpec", SpawnOptions], AppServerConnection]
-
-
-def default_threads_per_process() -> int:
-    """How many threads one local app-server carries before another starts: below the knee
-    measured on this project's bench (``bench/knee.py``) — 16 concurrent turns per core."""
-    return max(8, 16 * (os.cpu_count() or 1))
-
-
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
-    """Caps that apply to every mode."""
-
-    threads_per_process: int = dataclasses.field(default_factory=default_threads_per_process)
-    max_processes: int = 64
-    #: A process whose sessions have left this many threads loaded takes no new sessions
-    #: (returning threads excepted) and ends with its last one, bounding what it holds.
-    recycle_after: int = 256
-    #: A session idle this long is parked: its channel closes (a per-session process ends) and
-    #: its next turn reconnects and resumes its thread. ``0`` never parks.
-    idle_session: float = 900.0
-    #: A shared process outlives its last session this long. 0 by default: codex keeps a thread
-    #: loaded (its writer lock held) after ``thread/unsubscribe``, so a process lingering
-    #: without sessions would keep another process (``hermes chat --resume``) from resuming them.
-    idle_grace: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointSpec:
-    """A remote app-server: its URL and how to authenticate (codex's ``--ws-auth``)."""
-
-    url: str
-    token_file: str | None = None  # capability token, sent as a bearer token
-    token_env: str | None = None  # or: the name of an environment variable holding it
-
-
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """How the host wants a session's thread run (the ``app_server`` setting)."""
-
-    mode: str = SHARED  # "shared" | "per-session" | "endpoints"
-    endpoints: tuple[EndpointSpec, ...] = ()
-    limits: PoolLimits = dataclasses.field(default_factory=PoolLimits)
-
-    def __post_init__(self) -> None:
-        if self.mode not in (*MODES, "endpoints"):
-            raise ValueError(f"app-server mode must be shared, per-session or endpoints, got "
-                             f"{self.mode!r}")
-        if self.mode == "endpoints" and not self.endpoints:
-            raise ValueError("app-server endpoints mode needs at least one endpoint")
-
-
-def launch_key(options: SpawnOptions) -> tuple[Any, ...]:
-    """What must be equal for two sessions to share a local process (not the cwd: codex takes
-    the working directory per thread)."""
-    def frozen(mapping: Any) -> Any:
-        return tuple(sorted(mapping.items())) if mapping else None
-
-    return (options.codex_bin, options.codex_home, frozen(options.env),
-            frozen(options.extra_env), tuple(options.extra_args), options.client_version,
-            options.registry_path, tuple(options.provider_keys),
-            tuple(options.env_passthrough), options.experimental_api)
-
+Connector = Callable[[EndpointSpec, SpawnOptions], AppServerConnection]
 
 _POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
 
@@ -144,14 +86,13 @@ class ServerPool:
     # ------------------------------------------------------------------ placement
 
     def channel(self, options: SpawnOptions, placement: Placement | None = None, *,
-                spawn: Spawner | None = None, endpoint: str | None = None,
-                thread_id: str | None = None) -> Channel:
+                endpoint: str | None = None, thread_id: str | None = None) -> Channel:
         """A channel for one session: on a shared process, a process of its own, or an endpoint
         (``endpoint``: the one that holds the session's thread, when resuming). A session that
         will resume ``thread_id`` goes back to the process that still has it loaded. Raises what
         starting or connecting raises (:class:`~hermes_codex_runtime.wire.WireError`)."""
         placement = placement or Placement()
-        spawner = spawn or self._spawn
+        spawner = self._spawn
         if placement.mode == "endpoints":
             return self._endpoint_channel(options, placement, endpoint)
         self._ensure_reaper(placement.limits)
@@ -191,6 +132,19 @@ class ServerPool:
             server = self._start(key, lambda: launch(spawner, shared_options),
                                  grace=limits.idle_grace)
             return server.open_channel()
+
+    def shares_process(self, channel: Channel | None, options: SpawnOptions,
+                       placement: Placement | None) -> bool:
+        """True when a session with ``options`` and ``placement`` would be placed on
+        ``channel``'s process (a live shared app-server of this pool with the same launch
+        key) — so a session replacing ``channel``'s can take its thread over there."""
+        if channel is None or not channel.is_alive() or \
+                (placement is not None and placement.mode != SHARED):
+            return False
+        server = channel.shared
+        with self._lock:
+            ours = server in self._servers.get(server.key, [])
+        return ours and server.key == ("shared", *launch_key(options))
 
     @contextlib.contextmanager
     def _placing(self, key: tuple[Any, ...]) -> Iterator[None]:
@@ -355,12 +309,6 @@ class ServerPool:
             timer.cancel()
         for server in servers:
             server.close()
-
-    def reopen(self) -> None:
-        """Accept sessions again after :meth:`close` (a host that closed and carries on)."""
-        with self._lock:
-            self._closed = False
-            self._stop = threading.Event()
 
     # ------------------------------------------------------------------ status
 

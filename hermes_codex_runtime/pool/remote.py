@@ -13,7 +13,7 @@ import logging
 import os
 import stat
 
-from hermes_codex_runtime.pool.pool import EndpointSpec
+from hermes_codex_runtime.pool.placement import EndpointSpec
 from hermes_codex_runtime.wire import AppServerConnection, SpawnOptions, WireError
 from hermes_codex_runtime.wire.websocket import Endpoint, EndpointError
 from hermes_codex_runtime.wire.websocket import connect_endpoint as open_endpoint

@@ -31,15 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hermes_codex_runtime.protocol import (
-    APPROVAL_METHODS,
-    METHOD_NOT_FOUND,
-    Decision,
-    answer_for,
-    is_known,
-    safe_answer,
-    scope_of,
-)
+from hermes_codex_runtime.protocol import METHOD_NOT_FOUND, default_answer, scope_of
 from hermes_codex_runtime.wire import AppServerConnection, Inbound, TransportClosed, WireError
 from hermes_codex_runtime.wire.inbound import InboundStream, JsonObject, RequestId
 
@@ -247,19 +239,18 @@ class SharedServer:
         entry[1].append(message)
 
     def _answer_unowned(self, message: Inbound) -> None:
-        """A server request nobody can decide: its safe answer, or declined."""
+        """A server request for a thread no session holds: nobody can decide it, and codex must
+        not wait — it gets the default answer (a decision declined), or ``-32601``."""
         method, request_id = message.method, message.id
         assert request_id is not None
+        answer = default_answer(method, dict(message.params))
         try:
-            if not is_known(method):
+            if answer is None:
                 self.conn.respond_error(request_id, METHOD_NOT_FOUND,
                                         f"method not found: {method}")
                 return
-            answer = answer_for(method, Decision.DECLINE, dict(message.params)) \
-                if method in APPROVAL_METHODS else safe_answer(method)
-            if answer is not None:
-                log.info("codex asked %s for a thread no session holds; declining", method)
-                self.conn.respond(request_id, answer)
+            log.info("codex asked %s for a thread no session holds; declining", method)
+            self.conn.respond(request_id, answer)
         except TransportClosed:
             pass
 
@@ -423,13 +414,15 @@ class Channel:
         """The shared process's exit code once it exited."""
         return self._server.conn.returncode
 
-    def close(self, grace: float = 1.0) -> None:
+    def close(self, *, suspect: bool = False) -> None:
         """End this session's use: its thread is unsubscribed; the process lives on for the
-        other sessions (the pool ends it when none is left)."""
-        del grace
+        other sessions (the pool ends it when none is left). ``suspect``: the session found the
+        process wedged or dying — it takes no new sessions and ends with its last one."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        if suspect:
+            self._server.drain_out()
         with contextlib.suppress(Exception):
             self._server.release(self)

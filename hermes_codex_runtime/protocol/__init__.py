@@ -11,7 +11,7 @@ from hermes_codex_runtime.protocol.answers import (
     Decision,
     answer_for,
     approval_kind,
-    is_known,
+    default_answer,
     safe_answer,
 )
 from hermes_codex_runtime.protocol.failures import (
@@ -52,8 +52,8 @@ __all__ = [
     "classify",
     "classify_error_notification",
     "compact_start_params",
+    "default_answer",
     "invalid_configuration",
-    "is_known",
     "login_missing",
     "plain_text",
     "safe_answer",

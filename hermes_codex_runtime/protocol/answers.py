@@ -5,6 +5,8 @@ rejection, and an unanswered one hangs the turn. This module owns the table of s
 and the mapping from a host's :class:`Decision` to the exact shape each method expects
 (permissions answer with ``{"permissions": ...}``, elicitations with ``{"action": ...}``, the
 legacy methods with a ``ReviewDecision``). Methods outside the table get JSON-RPC ``-32601``.
+A request nobody decides — outside a turn, or for a thread no session holds — gets
+:func:`default_answer`, the one rule for those.
 """
 
 from __future__ import annotations
@@ -86,15 +88,18 @@ class Decision(StrEnum):
         return self in (Decision.ACCEPT, Decision.ACCEPT_FOR_SESSION)
 
 
-def is_known(method: str) -> bool:
-    """True when ``method`` is a server request this module can answer."""
-    return method in _SAFE_ANSWERS
-
-
 def safe_answer(method: str) -> JsonObject | None:
     """The fail-closed answer for ``method``, or ``None`` when it must get a ``-32601`` error."""
     answer = _SAFE_ANSWERS.get(method)
     return copy.deepcopy(answer) if answer is not None else None
+
+
+def default_answer(method: str, params: JsonObject | None = None) -> JsonObject | None:
+    """The answer to a server request nobody decides: a decision declined, anything else its
+    safe answer; ``None`` for a method outside the table (answer it with ``-32601``)."""
+    if method in APPROVAL_METHODS:
+        return answer_for(method, Decision.DECLINE, params)
+    return safe_answer(method)
 
 
 # The legacy (v1) ReviewDecision. codex >= 0.163 spells a denial as an object carrying the

@@ -10,9 +10,11 @@ compares the original with every variant: text, tool calls, tokens, cost, and wh
 disk.
 
 Layers (each imports only those before it; none imports Hermes — the CLI passes what the Hermes
-adapter knows in as plain values):
+adapter knows in as plain values: its recorded sessions as a source of transcripts, and the
+directories runs and controllers live in):
 
-* :mod:`.sources` — readers for the three kinds of recorded session.
+* :mod:`.sources` — the transcript a replay replays, the session-source contract, and the
+  Claude Code reader (Hermes' own readers are the adapter's: ``hermes/sessions``).
 * :mod:`.store` — the run directory: state, log, per-turn records, path safety.
 * :mod:`.workspace` — baselines and isolated working copies.
 * :mod:`.engine` — variants × turns over :class:`~hermes_codex_runtime.session.CodexSession`.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import webbrowser
@@ -34,7 +33,7 @@ from hermes_codex_runtime.replay.control import (
     run_view,
     spawn_runner,
 )
-from hermes_codex_runtime.replay.sources import SourceError, list_sessions
+from hermes_codex_runtime.replay.sources import SourceError
 from hermes_codex_runtime.replay.store import TERMINAL, StoreError
 
 POLL = 0.5
@@ -49,8 +48,8 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--limit", type=int, default=20)
     ls.add_argument("--offset", type=int, default=0)
     ls.add_argument("--json", action="store_true")
-    run = rsub.add_parser("run", help="replay a session (a state.db id, an export, a Claude "
-                                      "Code .jsonl)")
+    run = rsub.add_parser("run", help="replay a session (a recorded session's id, an export, a "
+                                      "Claude Code .jsonl)")
     run.add_argument("source")
     run.add_argument("--model", action="append", default=[],
                      help="a codex model to replay with (repeat for several variants)")
@@ -82,7 +81,8 @@ def add_parser(sub: Any) -> None:
     resume.add_argument("run_id")
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--detach", action="store_true")
-    rsub.add_parser("mcp", help="an MCP server on stdio (register it in Hermes' mcp_servers)")
+    rsub.add_parser("mcp", help="an MCP server on stdio (register it as your agent's MCP "
+                    "server)")
     serve = rsub.add_parser("serve", help="a web controller on 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: codex_replay.port or 43118")
     serve.add_argument("--idle-timeout", type=float, help="seconds without a page (default 3600)")
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
         reconcile(context)
         command = args.replay_command
         if command == "list":
-            page = list_sessions(context.hermes_home, args.search, args.limit, args.offset)
+            page = context.sources.list(args.search, args.limit, args.offset)
             out.write(json.dumps(page, indent=2) + "\n" if args.json else _sessions_text(page))
             return 0
         if command == "run":
@@ -283,8 +283,7 @@ def _serve(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int
     port, idle = context.controller_port, context.controller_idle_timeout
     controller = Controller(context, port=args.port if args.port is not None else port,
                             idle_timeout=args.idle_timeout or idle,
-                            session_id=os.environ.get(
-                                "HERMES_CODEX_REPLAY_CONTROLLER_ID") or None)
+                            session_id=context.controller_id)
     out.write(f"Codex Replay controller: {controller.url}\n"
               f"(runtime file with the control token: {controller.runtime_file}; stops after "
               f"{controller.idle_timeout:g} s without a page)\n")

@@ -23,8 +23,8 @@ from typing import Any
 
 import psutil
 
-from hermes_codex_runtime.replay.engine import Plan, Variant, parse_turns
-from hermes_codex_runtime.replay.sources import SourceError, Transcript, open_source
+from hermes_codex_runtime.replay.plan import Plan, Variant, parse_turns
+from hermes_codex_runtime.replay.sources import SessionSource, SourceError, Transcript
 from hermes_codex_runtime.replay.store import (
     ACTIVE,
     TERMINAL,
@@ -49,10 +49,13 @@ class ReplayError(ValueError):
 
 @dataclass(slots=True)
 class ReplayContext:
-    """What the host knows that a replay needs: where runs live and how codex is configured.
-    The CLI fills it in from the Hermes adapter; nothing here reads Hermes."""
+    """What the host knows that a replay needs: its recorded sessions, where runs and web
+    controllers live, and how codex is configured. The CLI fills it in from the host adapter
+    (:mod:`hermes_codex_runtime.hermes.replay_context`); nothing here reads a host."""
 
-    hermes_home: Path
+    sources: SessionSource
+    runs_dir: Path
+    controllers_dir: Path
     codex_bin: str | None = None
     codex_home: str | None = None
     model_provider: str | None = None
@@ -62,11 +65,13 @@ class ReplayContext:
     prices: dict[str, Any] = field(default_factory=dict)
     controller_port: int = 43118
     controller_idle_timeout: float = 3600.0
+    #: The web controller's session id, when the host names one (else a fresh one).
+    controller_id: str | None = None
 
     @property
     def store(self) -> RunStore:
-        """The runs of this ``HERMES_HOME``."""
-        return RunStore(self.hermes_home / "codex-runtime" / "replays")
+        """The runs."""
+        return RunStore(self.runs_dir)
 
 
 @dataclass(slots=True)
@@ -122,7 +127,7 @@ def prepare(context: ReplayContext, request: RunRequest) -> tuple[Transcript, Pl
     if len(models) > 8:
         raise ReplayError("at most 8 variants per run")
     try:
-        transcript = open_source(request.source, context.hermes_home)
+        transcript = context.sources.open(request.source)
         turns = parse_turns(request.turns, len(transcript.turns))
         baseline = resolve_baseline(request.baseline, transcript.cwd, request.repo)
     except (SourceError, WorkspaceError, ValueError) as exc:

@@ -3,18 +3,18 @@ sessions, plan and start runs, watch their progress, cancel them, open their rep
 
 Security model (the seed's, kept):
 
-* It binds **127.0.0.1 only**; the port comes from ``codex_replay.port`` in Hermes' config (or
-  ``HERMES_CODEX_REPLAY_PORT``, default 43118), and when that port is taken it takes a free one.
+* It binds **127.0.0.1 only**, on the port the host configured (default 43118); when that port
+  is taken it takes a free one.
 * Every request must name this server in ``Host`` (``127.0.0.1:PORT`` or ``localhost:PORT``;
   anything else is 421 — a DNS-rebinding page never reaches the API), and every ``/api/`` call
   must come from this server's own page: an exact ``Origin`` match, else 403. There is no
   browser login: same-origin is the boundary, as for any loopback tool.
 * A random **control token** lives in the runtime file
-  ``$HERMES_HOME/codex-runtime/controllers/<session>/controller-server.json`` (0600). Shutdown
+  ``<controllers dir>/<session>/controller-server.json`` (0600). Shutdown
   (``POST /api/shutdown``) needs it in ``X-Replay-Control``; ``/health?challenge=C`` proves the
   server holds it (``proof`` = hex HMAC-SHA256(token, C)) without revealing it, so a client that
   read the file can tell this server from an impostor on the same port.
-* **Idle exit**: after ``codex_replay.idle_timeout`` seconds (default 3600) without a page
+* **Idle exit**: after the idle timeout (default 3600 s) without a page
   heartbeat or API call it exits and removes its runtime file — but never while one of its own
   runs is still going.
 * **Runs are owned** by the controller that started them: it lists only its own and refuses to
@@ -81,7 +81,7 @@ class Controller:
         self.token = secrets.token_hex(32)
         self.tools = ReplayTools(context, controller=self.session_id, own_runs_only=True)
         self.last_activity = time.monotonic()
-        self.runtime_dir = context.hermes_home / "codex-runtime" / "controllers" / self.session_id
+        self.runtime_dir = context.controllers_dir / self.session_id
         self.server = self._bind(port)
         self.port = int(self.server.server_address[1])
         self._stopped = threading.Event()
@@ -327,30 +327,3 @@ def _handler_for(controller: Controller) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": "not found"})
 
     return Handler
-
-
-def controller_settings(config: dict[str, Any] | None) -> tuple[int, float]:
-    """``(port, idle timeout)`` from ``codex_replay`` in Hermes' config and the environment
-    (``HERMES_CODEX_REPLAY_PORT``, ``HERMES_CODEX_REPLAY_IDLE_TIMEOUT``; the environment
-    wins). Bad values are a :class:`ReplayError` naming the key."""
-    section = (config or {}).get("codex_replay") or {}
-    if not isinstance(section, dict):
-        raise ReplayError("codex_replay in config.yaml must be a mapping")
-    port: Any = os.environ.get("HERMES_CODEX_REPLAY_PORT") or section.get("port", DEFAULT_PORT)
-    idle: Any = os.environ.get("HERMES_CODEX_REPLAY_IDLE_TIMEOUT") or section.get(
-        "idle_timeout", DEFAULT_IDLE_TIMEOUT)
-    try:
-        port_number = int(port)
-    except (TypeError, ValueError):
-        port_number = -1
-    if isinstance(port, bool) or not 0 <= port_number <= 65535:
-        raise ReplayError(f"codex_replay.port (or HERMES_CODEX_REPLAY_PORT) must be a port "
-                          f"number, got {port!r}")
-    try:
-        seconds = float(idle)
-    except (TypeError, ValueError):
-        seconds = -1.0
-    if isinstance(idle, bool) or not 0 < seconds <= 7 * 86400:
-        raise ReplayError(f"codex_replay.idle_timeout (or HERMES_CODEX_REPLAY_IDLE_TIMEOUT) must "
-                          f"be seconds, at most a week, got {idle!r}")
-    return port_number, seconds

@@ -21,21 +21,19 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind
+from hermes_codex_runtime.replay.plan import Plan, Variant
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run, RunClosed, StoreError
 from hermes_codex_runtime.replay.workspace import (
-    Baseline,
     WorkspaceError,
     archive_copy,
-    changes,
     create_copy,
 )
 from hermes_codex_runtime.session import CodexSession
@@ -50,86 +48,6 @@ INSTRUCTIONS = (
     "You are replaying a recorded session: each user message below is one the user sent in the "
     "original session, in order. Work in the current directory as you would have then. Nobody "
     "is watching: do not ask for approval or clarification; do the task as well as you can.")
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """One way of replaying: a codex model (``None``: codex's default) and a reasoning effort."""
-
-    name: str
-    model: str | None = None
-    effort: str | None = None
-
-    def describe(self) -> str:
-        """One line for the plan."""
-        return f"{self.name}: model {self.model or '(codex default)'}" + (
-            f", effort {self.effort}" if self.effort else "")
-
-
-@dataclass(slots=True)
-class Plan:
-    """Everything a runner needs, fixed when the run is created (``state["plan"]``)."""
-
-    turns: list[int]  # 1-based indices into the transcript
-    mode: str  # "turns" | "single-prompt"
-    baseline: Baseline
-    variants: list[Variant]
-    parallel: int = 2
-    budget_tokens: int | None = None
-    network: bool = False
-    judge: str | None = None
-    codex_bin: str | None = None
-    codex_home: str | None = None
-    model_provider: str | None = None
-    turn_timeout: float = 600.0
-    registry_path: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready copy."""
-        data = asdict(self)
-        data["baseline"] = self.baseline.to_json()
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Plan:
-        """The inverse of :meth:`to_json`."""
-        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        values["baseline"] = Baseline.from_json(dict(data["baseline"]))
-        values["variants"] = [Variant(**v) for v in data["variants"]]
-        return cls(**values)
-
-    def prompts(self, transcript: Transcript) -> list[tuple[int, str]]:
-        """``(index, text)`` of each prompt to send: the chosen turns, or (single-prompt) one
-        prompt that joins them."""
-        chosen = [t for t in transcript.turns if t.index in set(self.turns)]
-        if self.mode == "single-prompt":
-            return [(1, "\n\n".join(t.user_text for t in chosen))]
-        return [(t.index, t.user_text) for t in chosen]
-
-
-def parse_turns(spec: str | None, count: int) -> list[int]:
-    """``A-B``, ``A-``, ``N`` or ``A,B,C`` (1-based) → the turn indices; ``None``: all."""
-    if count < 1:
-        raise ValueError("the session has no user turns to replay")
-    if spec is None or not spec.strip():
-        return list(range(1, count + 1))
-    chosen: set[int] = set()
-    for part in spec.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                low, _, high = part.partition("-")
-                first = int(low) if low.strip() else 1
-                last = int(high) if high.strip() else count
-            else:
-                first = last = int(part)
-        except ValueError:
-            raise ValueError(f"--turns takes A-B, A-, N or A,B (got {spec!r})") from None
-        if not 1 <= first <= last <= count:
-            raise ValueError(f"--turns {part} is outside 1-{count} (the session has {count} "
-                             f"user turns)")
-        chosen.update(range(first, last + 1))
-    return sorted(chosen)
 
 
 def retryable(failure: Failure | None) -> bool:
@@ -518,17 +436,3 @@ class Runner:
             self.run.log(f"{variant}:stdout", event.text.rstrip()[-2000:])
         elif event.kind in ("retrying", "notice", "config_warning"):
             self.run.log(variant, event.text)
-
-
-def variant_changes(run: Run, variants: Sequence[Variant]) -> dict[str, dict[str, Any]]:
-    """What each variant's copy changed against the baseline."""
-    out = {}
-    for variant in variants:
-        copy = run.dir / "workspaces" / variant.name
-        try:
-            out[variant.name] = changes(copy) if copy.exists() else {
-                "files": [], "diff": "", "truncated": False}
-        except WorkspaceError as exc:
-            out[variant.name] = {"files": [], "diff": "", "truncated": False,
-                                 "error": str(exc)}
-    return out

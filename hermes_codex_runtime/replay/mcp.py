@@ -54,7 +54,7 @@ def handle(tools: ReplayTools, message: Any) -> tuple[Any, tuple[int, str] | Non
         version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
         return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
                 "serverInfo": {"name": "hermes-codex-replay", "version": __version__},
-                "instructions": "Replay a recorded Hermes session through codex: list_sessions,"
+                "instructions": "Replay a recorded session through codex: list_sessions,"
                                 " then plan_replay (show the plan to the user), start_replay "
                                 "with its plan_token, get_run until it ends, get_report."}, None
     if method == "ping":

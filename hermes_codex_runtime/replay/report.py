@@ -5,8 +5,8 @@ baseline, the plan, and per variant: status, thread, attempts, elapsed, the five
 (ordinary input, cache read, cache write, output, reasoning — input is split once, never counted
 twice), a cost estimate where a price is known, what the working copy changed, and per turn the
 original and the replayed text with a unified diff and a similarity ratio, the tool calls on
-both sides, status and time. ``limitations`` lists what may make the comparison unfair (Hermes
-tools codex does not have, a baseline Hermes did not record, network off, …).
+both sides, status and time. ``limitations`` lists what may make the comparison unfair (tools of
+the recorder codex does not have, a baseline the recorder did not record, network off, …).
 
 ``report.html`` is one file with no external assets and a strict Content-Security-Policy (no
 script at all; the one style block is allowed by its hash): side-by-side turns, diffs, and token
@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_codex_runtime.replay.plan import Plan, variant_changes
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run
 
@@ -33,16 +34,9 @@ BUCKET_LABELS = {"input": "Ordinary input tokens", "cache_read": "Cache-read tok
                  "reasoning": "Reasoning tokens"}
 MAX_COMPARE = 20_000  # characters compared for the similarity ratio
 
-#: Tools codex itself has (as the runtime names them in Hermes' transcript).
+#: Tools codex itself has (as the runtime names them in a transcript it recorded).
 CODEX_TOOLS = frozenset({"exec_command", "shell", "apply_patch", "update_plan", "view_image",
                          "web_search", "write_stdin"})
-#: Hermes tools and what codex has instead; ``None``: nothing comparable.
-HERMES_TOOLS: dict[str, str | None] = {
-    "terminal": "shell", "process": "shell", "execute_code": "shell",
-    "read_file": "shell", "write_file": "apply_patch", "patch": "apply_patch",
-    "search_files": "shell", "todo": "update_plan",
-    "web_search": "web search (network on only)", "web_extract": "web search (network on only)",
-}
 
 
 def _price_of(prices: Mapping[str, Any] | None, model: str | None) -> Mapping[str, Any] | None:
@@ -85,8 +79,8 @@ def similarity(original: str, replay: str) -> float:
 
 
 def original_usage(transcript: Transcript) -> dict[str, int]:
-    """The original session's buckets from Hermes' session columns (its ``input_tokens`` are
-    the uncached share; cache reads and writes have their own columns)."""
+    """The original session's buckets from the recorder's session columns (its
+    ``input_tokens`` are the uncached share; cache reads and writes have their own columns)."""
     raw = transcript.usage
     if not raw:
         return {}
@@ -102,11 +96,12 @@ def limitations(transcript: Transcript, plan: Mapping[str, Any],
                 variants: Sequence[Mapping[str, Any]]) -> list[str]:
     """What may make the comparison unfair, in words."""
     notes = []
+    recorder = transcript.recorder
     lacking = [tool for tool in transcript.tools_used
-               if tool not in HERMES_TOOLS and tool not in CODEX_TOOLS
+               if tool not in transcript.comparable_tools and tool not in CODEX_TOOLS
                and not tool.startswith("mcp.") and transcript.kind != "claude"]
     if lacking:
-        notes.append("The original used Hermes tools codex does not have: "
+        notes.append(f"The original used {recorder} tools codex does not have: "
                      f"{', '.join(lacking)} — this may affect comparison fairness.")
     if transcript.kind == "claude":
         notes.append("The original ran in Claude Code, whose tools differ from codex's.")
@@ -116,7 +111,7 @@ def limitations(transcript: Transcript, plan: Mapping[str, Any],
                      "network access off (--network turns it on).")
     baseline = plan.get("baseline") or {}
     if baseline.get("kind") == "commit":
-        notes.append(f"Hermes does not record the commit a session started from: the replay "
+        notes.append(f"{recorder} does not record the commit a session started from: the replay "
                      f"started from {str(baseline.get('commit'))[:12]} "
                      f"({baseline.get('requested')}), which may differ from what the original "
                      "saw.")
@@ -134,8 +129,8 @@ def limitations(transcript: Transcript, plan: Mapping[str, Any],
         notes.append("Some turns were recovered from codex's thread after the runner stopped "
                      "mid-turn; their token counts are not known.")
     if transcript.usage:
-        notes.append("The original's tokens are the whole session's as Hermes recorded them, "
-                     "counted by another runtime; compare totals, not turns.")
+        notes.append(f"The original's tokens are the whole session's as {recorder} recorded "
+                     "them, counted by another runtime; compare totals, not turns.")
     return notes
 
 
@@ -157,8 +152,6 @@ def _ranges(indices: Sequence[int]) -> str:
 def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
     """The report as data, from the run's state, source and turn records (``status``: the
     run's final status when the runner writes it just before recording it)."""
-    from hermes_codex_runtime.replay.engine import Plan, variant_changes
-
     state = run.state()
     plan_data = state["plan"]
     plan = Plan.from_json(plan_data)
@@ -214,8 +207,8 @@ def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
                                                "network", "judge")},
         "original": {"model": transcript.model, "usage": original_buckets,
                      "cost": {"usd": transcript.cost_usd,
-                              "basis": "as Hermes recorded it" if transcript.cost_usd
-                              is not None else "not recorded"}},
+                              "basis": f"as {transcript.recorder} recorded it"
+                              if transcript.cost_usd is not None else "not recorded"}},
         "variants": variants,
         "limitations": limitations(transcript, plan_data, variants),
         "judge": state.get("judge"),

@@ -34,7 +34,7 @@ from hermes_codex_runtime.replay.control import (
     run_view,
     spawn_runner,
 )
-from hermes_codex_runtime.replay.sources import SourceError, Transcript, list_sessions
+from hermes_codex_runtime.replay.sources import SourceError, Transcript
 from hermes_codex_runtime.replay.store import ACTIVE, StoreError
 
 _RUN_ARGS: dict[str, Any] = {
@@ -168,7 +168,7 @@ class ReplayTools:
 
     def list_sessions(self, args: dict[str, Any]) -> dict[str, Any]:
         """One page of sessions."""
-        return list_sessions(self.context.hermes_home, args.get("search"),
+        return self.context.sources.list(args.get("search"),
                              int(args.get("limit", 20)), int(args.get("offset", 0)))
 
     def _token(self, request: RunRequest, transcript: Transcript) -> str:

@@ -1,5 +1,7 @@
-"""A real headless Chromium for tests, driven over the Chrome DevTools Protocol with the
-project's own WebSocket client (no Playwright, no extra package).
+"""A real headless Chromium for tests, driven over the Chrome DevTools Protocol through the
+project's WebSocket transport (``websockets``). Not Playwright: its Python package bundles a Node
+driver pinned to its own Chromium build, and Debian's ``chromium`` (another major version) is
+outside what that driver promises to drive; the few CDP calls the page tests need are here.
 
 :class:`Browser` starts Debian's ``chromium`` (``HCR_CHROMIUM`` overrides the path) with the
 flags that keep it off the network (no background networking, component updates, sync or QUIC)
@@ -26,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.wire.websocket import Endpoint, WebSocket
+from hermes_codex_runtime.wire.websocket import Endpoint, WebSocket, connect_endpoint
 
 FLAGS = ("--headless=new", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--no-default-browser-check", "--disable-background-networking",
@@ -233,7 +235,8 @@ class Browser:
                 if time.monotonic() > deadline:
                     raise BrowserError("Chromium has no page to attach to") from None
                 time.sleep(0.1)
-        ws = WebSocket.connect(Endpoint.parse(page["webSocketDebuggerUrl"]), timeout=timeout)
+        ws = connect_endpoint(Endpoint.parse(page["webSocketDebuggerUrl"]), token=None,
+                              timeout=timeout)
         return Page(ws)
 
     def close(self) -> None:

@@ -11,7 +11,9 @@ decoder treats them:
 
 Only the keywords the generator emits are implemented: ``$ref``, ``type``, ``properties``,
 ``required``, ``additionalProperties``, ``enum``, ``const``, ``anyOf``, ``oneOf``, ``allOf``,
-``items``, ``minimum``, ``minLength``. Standard library only.
+``items``, ``minimum``, ``minLength``. Standard library only: ``jsonschema`` would answer the
+``errors`` half, but not ``ignored`` — which fields a matched branch would drop needs this walk
+of the schema (``$ref``, the tagged unions, the branch that matched) anyway.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""One connection to one ``codex app-server`` process (newline-delimited JSON-RPC over stdio).
+"""One connection to one ``codex app-server``: a child process (newline-delimited JSON-RPC over
+stdio) or an app-server at an endpoint (one message per WebSocket message, :mod:`.websocket`).
 
-Owns: spawning the process, the ``initialize``/``initialized`` handshake, framing, request/reply
-correlation, the ordered inbound stream, the stderr tail, and closing the whole process tree.
+Owns the transports and the process: spawning it, the ``initialize``/``initialized`` handshake,
+the reader threads (stdout, or the endpoint's messages), the stderr tail, and closing the whole
+process tree. The JSON-RPC conversation on top — correlation, the ordered inbound stream,
+routing — is :class:`~.rpc.JsonRpcConnection`'s.
 
 Invariants:
 
-* Only the reader thread consumes stdout. Replies go to the request waiting for them;
-  notifications and server requests go, in wire order, to ONE inbound stream that the session layer
-  consumes by blocking on :meth:`AppServerConnection.next_inbound` — no polling interval.
-* When stdout closes (codex died, or :meth:`close`), every pending request fails at once with
-  :class:`TransportClosed`, and the inbound stream ends (``next_inbound`` raises).
+* Only the reader thread consumes stdout (or the endpoint's messages); when it ends (codex
+  died, or :meth:`close`), every pending request fails at once and the inbound stream ends.
 * Stderr is always drained into a bounded tail; :meth:`stderr_tail` is redacted.
 * :meth:`close` is idempotent, thread-safe and bounded: it closes stdin, waits briefly,
   terminates, kills, and reaps every descendant snapshotted before the root was retired.
@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
-import json
 import logging
 import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
@@ -41,8 +39,6 @@ from hermes_codex_runtime.wire.binary import (
 from hermes_codex_runtime.wire.env import spawn_environment
 from hermes_codex_runtime.wire.errors import (
     CodexBinaryError,
-    RequestTimeout,
-    ServerError,
     TransportClosed,
     WireError,
 )
@@ -51,19 +47,17 @@ from hermes_codex_runtime.wire.inbound import (
     LOCAL_PREFIX,
     MAX_QUEUED,
     Inbound,
-    InboundStream,
     JsonObject,
     RequestId,
 )
 from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, snapshot_descendants
 from hermes_codex_runtime.wire.redact import redact
+from hermes_codex_runtime.wire.rpc import JsonRpcConnection
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
-DIAGNOSTIC_LINES = 100
-DIAGNOSTIC_LINE_MAX = 1000
 EXIT_SETTLE = 0.2
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -101,7 +95,7 @@ class SpawnOptions:
     cwd: str | None = None
     initialize_timeout: float = 20.0
     client_version: str = "0"
-    client_title: str = "Hermes Agent (codex runtime)"
+    client_title: str | None = None  # how the host names itself (default: CLIENT_NAME)
     opt_out_notifications: Sequence[str] = field(default_factory=tuple)
     registry_path: str | None = None  # record the process for orphan reaping (see registry)
     provider_keys: Sequence[str] = ()  # the model provider's credential names (codex_config)
@@ -109,15 +103,7 @@ class SpawnOptions:
     experimental_api: bool = False  # ask for codex's experimental API (dynamic tools)
 
 
-class _Waiter:
-    __slots__ = ("event", "reply")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.reply: JsonObject | BaseException | None = None
-
-
-class AppServerConnection:
+class AppServerConnection(JsonRpcConnection):
     """A live ``codex app-server`` child and the JSON-RPC conversation with it.
 
     Use :meth:`spawn` (which also performs the handshake) or construct with an already started
@@ -132,6 +118,7 @@ class AppServerConnection:
         if process is not None and (process.stdin is None or process.stdout is None
                                     or process.stderr is None):
             raise ValueError("the app-server process needs stdin, stdout and stderr pipes")
+        super().__init__()
         self._proc = process
         self._pipe = pipe
         #: Where the server is: ``None`` for a child process, else the endpoint's URL.
@@ -139,19 +126,9 @@ class AppServerConnection:
         self._stdin: IO[bytes] | None = process.stdin if process is not None else None
         self.binary = binary
         self.server: ServerInfo | None = None
-        self._ids = itertools.count(1)
-        self._pending: dict[RequestId, _Waiter] = {}
-        self._pending_lock = threading.Lock()
-        self._write_lock = threading.Lock()
         self._close_lock = threading.Lock()
-        self.stream = InboundStream()
-        self._router: Callable[[Inbound], None] | None = None
-        self._on_end: list[Callable[[str], None]] = []
-        self._transport_error: str | None = None
-        self._closed = False
         self._registry: Any = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._diagnostics: collections.deque[str] = collections.deque(maxlen=DIAGNOSTIC_LINES)
         label = process.pid if process is not None else "remote"
         self._reader = threading.Thread(
             target=self._read_stdout if process is not None else self._read_pipe,
@@ -229,7 +206,7 @@ class AppServerConnection:
         *,
         timeout: float = 20.0,
         client_version: str = "0",
-        client_title: str = "Hermes Agent (codex runtime)",
+        client_title: str | None = None,
         opt_out_notifications: Sequence[str] = (),
         experimental_api: bool = False,
     ) -> ServerInfo:
@@ -246,7 +223,7 @@ class AppServerConnection:
         params: JsonObject = {
             "clientInfo": {
                 "name": CLIENT_NAME,
-                "title": client_title,
+                "title": client_title or CLIENT_NAME,
                 "version": client_version,
             },
             "capabilities": capabilities,
@@ -272,136 +249,25 @@ class AppServerConnection:
         self.notify("initialized")
         return self.server
 
-    # ------------------------------------------------------------------ outbound
+    # ------------------------------------------------------------------ transports
 
-    def request(self, method: str, params: JsonObject | None = None, *,
-                timeout: float = 30.0) -> JsonObject:
-        """Send a request and block (at most ``timeout`` s) for its result.
-
-        Raises :class:`ServerError` on a JSON-RPC error reply, :class:`RequestTimeout`, or
-        :class:`TransportClosed` — at once when the process dies while we wait.
-        """
-        rid = next(self._ids)
-        waiter = _Waiter()
-        with self._pending_lock:
-            if self._transport_error is not None:
-                raise TransportClosed(self._transport_error)
-            self._pending[rid] = waiter
-        try:
-            self._send({"id": rid, "method": method, "params": params or {}})
-            if not waiter.event.wait(timeout):
-                raise RequestTimeout(method, timeout)
-        finally:
-            with self._pending_lock:
-                self._pending.pop(rid, None)
-        reply = waiter.reply
-        if isinstance(reply, BaseException):
-            raise reply
-        assert reply is not None
-        error = reply.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"code": -32603, "message": str(error)}
-            raise ServerError(method, int(error.get("code", -32603)),
-                              str(error.get("message", "")), error.get("data"))
-        result = reply.get("result")
-        return result if isinstance(result, dict) else {}
-
-    def notify(self, method: str, params: JsonObject | None = None) -> None:
-        """Send a notification (no reply expected)."""
-        message: JsonObject = {"method": method}
-        if params is not None:
-            message["params"] = params
-        self._send(message)
-
-    def respond(self, request_id: RequestId, result: JsonObject) -> None:
-        """Answer a server request with a result."""
-        self._send({"id": request_id, "result": result})
-
-    def respond_error(self, request_id: RequestId, code: int, message: str,
-                      data: Any = None) -> None:
-        """Answer a server request with a JSON-RPC error (e.g. ``-32601`` for unknown methods)."""
-        error: JsonObject = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        self._send({"id": request_id, "error": error})
-
-    def _send(self, message: JsonObject) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        with self._write_lock:
-            if self._closed:
-                raise TransportClosed("the codex app-server connection is closed")
-            if self._pipe is not None:
-                try:
-                    self._pipe.send_text(data)
-                except (WireError, OSError) as exc:
-                    raise TransportClosed(
-                        f"the codex app-server at {self.endpoint} stopped answering ({exc})"
-                    ) from exc
-                return
-            assert self._stdin is not None
+    def _write(self, data: bytes) -> None:
+        if self._pipe is not None:
             try:
-                self._stdin.write(data + b"\n")
-                self._stdin.flush()
-            except (OSError, ValueError) as exc:
+                self._pipe.send_text(data)
+            except (WireError, OSError) as exc:
                 raise TransportClosed(
-                    f"codex app-server stopped reading its input ({exc}). {self._tail_hint()}"
+                    f"the codex app-server at {self.endpoint} stopped answering ({exc})"
                 ) from exc
-
-    # ------------------------------------------------------------------ inbound
-
-    def next_inbound(self, timeout: float | None = None) -> Inbound | None:
-        """The next notification or server request, in wire order.
-
-        Blocks up to ``timeout`` seconds (``None``: until something arrives) and returns ``None``
-        when the wait elapsed. Raises :class:`TransportClosed` once the stream has ended (the
-        process died or the connection was closed) and everything before the end was consumed.
-        """
-        return self.stream.next(timeout)
-
-    def drain(self, limit: int = 256) -> list[Inbound]:
-        """Up to ``limit`` messages that are already queued, without waiting (a consumer that
-        just woke up handles a burst in one go)."""
-        return self.stream.drain(limit)
-
-    def set_idle_handler(self, handler: Callable[[Inbound], None] | None) -> None:
-        """Between turns, ``handler`` receives every message on the reader thread (see
-        :meth:`InboundStream.set_idle_handler`)."""
-        self.stream.set_idle_handler(handler)
-
-    def wake(self, reason: str = "wake") -> None:
-        """Wake a consumer blocked in :meth:`next_inbound` from another thread."""
-        self.stream.wake(reason)
-
-    @property
-    def coalesced_deltas(self) -> int:
-        """How many streamed deltas were joined to a queued one because the consumer lagged."""
-        return self.stream.coalesced_deltas
-
-    def set_router(self, router: Callable[[Inbound], None] | None,
-                   on_end: Callable[[str], None] | None = None) -> None:
-        """Hand every notification and server request to ``router`` on the reader thread instead
-        of this connection's own stream (a connection shared by many threads routes them to each
-        thread's stream). ``on_end`` is called once, with the reason, when the stream ends — at
-        once if it already has. The router must be quick and must not raise."""
-        self._router = router
-        if on_end is not None:
-            with self._pending_lock:
-                ended = self._transport_error
-                if ended is None:
-                    self._on_end.append(on_end)
-            if ended is not None:
-                on_end(ended)
-
-    def _deliver(self, inbound: Inbound) -> None:
-        router = self._router
-        if router is None:
-            self.stream.offer(inbound)
             return
+        assert self._stdin is not None
         try:
-            router(inbound)
-        except Exception:
-            log.exception("routing a codex message failed; continuing")
+            self._stdin.write(data + b"\n")
+            self._stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise TransportClosed(
+                f"codex app-server stopped reading its input ({exc}). {self._tail_hint()}"
+            ) from exc
 
     def _read_pipe(self) -> None:
         """The reader for a server at an endpoint: one JSON-RPC message per message."""
@@ -449,65 +315,6 @@ class AppServerConnection:
                     reason = f"{reason} with code {self._proc.returncode}"
             self._end_stream(reason)
 
-    def _dispatch_line(self, line: bytes) -> None:
-        try:
-            # Decoding first skips json's per-call encoding detection (a fifth of the reader's
-            # time on a delta flood); invalid UTF-8 is a non-JSON line like any other.
-            message = json.loads(line.decode("utf-8"))
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError
-            self._note_diagnostic("non-JSON line on stdout", line)
-            return
-        if not isinstance(message, dict):
-            self._note_diagnostic("non-object JSON on stdout", line)
-            return
-        method = message.get("method")
-        if isinstance(method, str):
-            params = message.get("params")
-            if not isinstance(params, dict):
-                params = {}
-            rid = message.get("id")
-            if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
-                self._note_diagnostic("server request with an invalid id", line)
-                return
-            self._deliver(Inbound(method, params, rid))
-            return
-        if "id" in message and ("result" in message or "error" in message):
-            rid = message["id"]
-            if not isinstance(rid, int | str) or isinstance(rid, bool):
-                self._note_diagnostic("reply with an invalid id", line)
-                return
-            with self._pending_lock:
-                waiter = self._pending.pop(rid, None)
-            if waiter is None:
-                self._note_diagnostic("reply to an unknown request id", line)
-                return
-            waiter.reply = message
-            waiter.event.set()
-            return
-        self._note_diagnostic("unrecognised message on stdout", line)
-
-    def _end_stream(self, reason: str) -> None:
-        with self._pending_lock:
-            if self._transport_error is None:
-                self._transport_error = reason
-            waiters = list(self._pending.values())
-            self._pending.clear()
-            callbacks, self._on_end = self._on_end, []
-        for waiter in waiters:
-            waiter.reply = TransportClosed(f"{reason}. {self._tail_hint()}".strip())
-            waiter.event.set()
-        self.stream.end(self._transport_error or reason)
-        for callback in callbacks:
-            try:
-                callback(self._transport_error or reason)
-            except Exception:
-                log.exception("a codex connection's end callback raised")
-
-    def _note_diagnostic(self, what: str, line: bytes) -> None:
-        text = line[:DIAGNOSTIC_LINE_MAX].decode("utf-8", "replace")
-        suffix = f" … ({len(line)} bytes)" if len(line) > DIAGNOSTIC_LINE_MAX else ""
-        self._diagnostics.append(f"{what}: {text}{suffix}")
-
     def _read_stderr(self) -> None:
         assert self._proc is not None
         stderr = self._proc.stderr
@@ -532,10 +339,6 @@ class AppServerConnection:
         tail = list(self._stderr)[-lines:] if lines > 0 else []
         return [redact(_ANSI.sub("", line)) for line in tail]
 
-    def diagnostics(self) -> list[str]:
-        """Recent stdout lines that were not protocol messages (redacted)."""
-        return [redact(line) for line in self._diagnostics]
-
     def _tail_hint(self, lines: int = 8) -> str:
         tail = self.stderr_tail(lines)
         return ("codex stderr (last lines): " + " | ".join(tail)) if tail else ""
@@ -556,11 +359,6 @@ class AppServerConnection:
         if self._proc is None:
             return not self._closed and self._transport_error is None
         return self._proc.poll() is None and self._transport_error is None
-
-    @property
-    def transport_error(self) -> str | None:
-        """Why the stream ended, once it has."""
-        return self._transport_error
 
     # ------------------------------------------------------------------ shutdown
 

@@ -36,8 +36,7 @@ from hermes_codex_runtime.protocol import (
     HostToolOutput,
     answer_for,
     approval_kind,
-    is_known,
-    safe_answer,
+    default_answer,
 )
 from hermes_codex_runtime.protocol.answers import DYNAMIC_TOOL_CALL
 from hermes_codex_runtime.values import ApprovalRequest, CodexEvent
@@ -179,28 +178,24 @@ class RequestBroker:
         decisions.put(pending)
 
     def _answer_directly(self, conn: Answering, message: Inbound, *, in_turn: bool) -> bool:
-        """Answer what needs no decision; True when ``message`` was answered here."""
+        """Answer what needs no decision (and, outside a turn, every decision: nobody is asked
+        about a turn that has ended); True when ``message`` was answered here."""
         method, request_id = message.method, message.id
         assert request_id is not None
+        if in_turn and method in APPROVAL_METHODS:
+            return False
+        answer = default_answer(method, dict(message.params))
         try:
-            if not is_known(method):
+            if answer is None:
                 log.warning("codex sent an unknown request %r; answering -32601", method)
                 conn.respond_error(request_id, METHOD_NOT_FOUND, f"method not found: {method}")
-                return True
-            if method not in APPROVAL_METHODS:
-                answer = safe_answer(method)
-                assert answer is not None
+            else:
+                if method in APPROVAL_METHODS:
+                    log.info("codex asked %s outside a turn; declining", method)
                 conn.respond(request_id, answer)
-                return True
-            if not in_turn:
-                log.info("codex asked %s outside a turn; declining", method)
-                declined = answer_for(method, Decision.DECLINE, dict(message.params))
-                if declined is not None:
-                    conn.respond(request_id, declined)
-                return True
         except TransportClosed:
-            return True
-        return False
+            pass
+        return True
 
     def _idle_message(self, conn: Answering, message: Inbound) -> None:
         """A message that arrived while no turn runs (on the reader thread): requests are

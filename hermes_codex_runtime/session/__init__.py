@@ -1,0 +1,37 @@
+"""One codex thread for one host session: start or resume it, drive its turns, answer codex's
+requests, and end every turn as a :class:`TurnResult`.
+
+The rooms:
+
+* :mod:`.codex_session` — :class:`CodexSession`: the session's channel and the order of things
+  in a turn; interrupt, steer and close from any thread;
+* :mod:`.thread` — start, resume, the history seed, the config check;
+* :mod:`.turn` — :class:`~.turn.TurnDriver`: one turn's loop over the ordered inbound stream;
+* :mod:`.notes` — what each notification does, as a table;
+* :mod:`.broker` — the server requests of a session (approvals off the stream, host tools);
+* :mod:`.failures` — one classification of what went wrong into a failure.
+
+Where the thread runs (a shared app-server, a process of its own, an endpoint) is the pool's
+business (:mod:`hermes_codex_runtime.pool`); the values exchanged with the host are
+:mod:`hermes_codex_runtime.values`.
+"""
+
+from hermes_codex_runtime.session.codex_session import CodexSession
+from hermes_codex_runtime.values import (
+    MAX_TIMEOUT,
+    ApprovalRequest,
+    Cancellation,
+    CodexEvent,
+    SessionSettings,
+    TurnResult,
+)
+
+__all__ = [
+    "MAX_TIMEOUT",
+    "ApprovalRequest",
+    "Cancellation",
+    "CodexEvent",
+    "CodexSession",
+    "SessionSettings",
+    "TurnResult",
+]

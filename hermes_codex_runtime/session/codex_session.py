@@ -1,0 +1,479 @@
+"""One codex thread for one host session: :class:`CodexSession`.
+
+Owns the session's connection and the order of things in a turn; the rooms beside it own the
+rest:
+
+* **Connection.** The session gets a channel from its pool (:mod:`hermes_codex_runtime.pool`: a
+  shared app-server, a process of its own, or a remote endpoint — a placement, decided there).
+  A session made without a pool gets a private one. A thread stored on an endpoint goes back to
+  it; if that endpoint is gone the session starts a fresh, seeded thread elsewhere and says so.
+* **Thread.** Start, resume, seed and the config check are :mod:`.thread`'s.
+* **Turn.** ``turn/start``, then a :class:`~.turn.TurnDriver` drives the turn to its end;
+  server requests go to the session's :class:`~.broker.RequestBroker` (approvals decided off the
+  stream, withdrawn when they lapse; host tools; safe answers).
+* **Failures.** Everything codex or the connection does ends as a :class:`TurnResult` with a
+  failure classified by :func:`~.failures.failure_from`; no exception escapes.
+* **Controls.** ``interrupt``, ``steer`` and ``close`` may be called from any thread.
+
+It knows nothing about any particular host: the runtime passes callables in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from hermes_codex_runtime.pool import Channel, ServerPool
+from hermes_codex_runtime.protocol import (
+    Failure,
+    FailureKind,
+    HostToolCall,
+    InputError,
+    compact_start_params,
+    plain_text,
+    to_user_input,
+    turn_start_params,
+    turn_steer_params,
+)
+from hermes_codex_runtime.session import thread
+from hermes_codex_runtime.session.broker import RequestBroker
+from hermes_codex_runtime.session.failures import (
+    LoginMissing,
+    Stage,
+    failure_from,
+    transport_failure,
+)
+from hermes_codex_runtime.session.turn import TurnDriver
+from hermes_codex_runtime.values import ApprovalRequest, CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.walls import thread_walls
+from hermes_codex_runtime.wire import (
+    AppServerConnection,
+    CodexHomeError,
+    Inbound,
+    SpawnOptions,
+    TransportClosed,
+    WireError,
+    provider_credential_names,
+)
+
+log = logging.getLogger(__name__)
+
+Approver = Callable[[ApprovalRequest], Any]
+EventSink = Callable[[CodexEvent], None]
+SeedProvider = Callable[[], str | None]
+ToolRunner = Callable[[HostToolCall], Any]
+ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
+
+
+class CodexSession:
+    """One codex thread (on a channel of its pool) for one host session.
+
+    ``run_turn``/``compact`` are called by one thread at a time; ``interrupt``, ``steer`` and
+    ``close`` may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        settings: SessionSettings | None = None,
+        *,
+        developer_instructions: str | None = None,
+        stored_thread_id: str | None = None,
+        approve: Approver | None = None,
+        on_event: EventSink | None = None,
+        connection_factory: ConnectionFactory | None = None,
+        call_tool: ToolRunner | None = None,
+        pool: ServerPool | None = None,
+        stored_endpoint: str | None = None,
+        predecessor: CodexSession | None = None,
+    ) -> None:
+        self.settings = settings or SessionSettings()
+        self.developer_instructions = developer_instructions
+        self._stored_thread_id = stored_thread_id
+        self._on_event = on_event
+        #: Where the session's thread runs; a session made without one owns a private pool.
+        self._own_pool = pool is None
+        self._pool = pool if pool is not None else ServerPool(spawn=connection_factory)
+        self._stored_endpoint = stored_endpoint
+        #: The session this one replaces (same conversation, changed settings): closed once this
+        #: one has its connection — after it, when both share a process, so the thread and the
+        #: process carry over; before it otherwise (codex allows one writer per thread).
+        self._predecessor = predecessor
+        #: The remote app-server this session's thread lives on (``None``: a local process).
+        self.endpoint: str | None = None
+        self._conn: Channel | None = None
+        self.thread_id: str | None = None
+        self.thread_origin: str | None = None
+        self.model: str | None = None  # what codex said it runs the thread on
+        self._interrupt = threading.Event()
+        self._lock = threading.RLock()
+        self._active_turn: str | None = None
+        self._broker = RequestBroker(approve=approve, emit=self._emit, call_tool=call_tool,
+                                     host_tools=lambda: self.settings.host_tools,
+                                     connection=lambda: self._conn)
+        self._leftover: list[Inbound] = []  # what arrived after turn/completed in its burst
+        self._closed = False
+        self.retired = False
+        self._suspect = False  # a turn retired the session: its app-server may be wedged
+        #: "Invalid configuration" warnings codex gave at the last start (shown at turn start).
+        self.config_warnings: list[str] = []
+        self._warned_config = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def cwd(self) -> str:
+        """The working directory codex runs in."""
+        return self.settings.cwd or os.getcwd()
+
+    @property
+    def connection(self) -> Channel | None:
+        """The live channel, if started."""
+        return self._conn
+
+    @property
+    def active_turn_id(self) -> str | None:
+        """The id of the turn in flight, if any."""
+        return self._active_turn
+
+    def _emit(self, event: CodexEvent) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:
+            log.exception("the host's codex event handler raised; continuing")
+
+    def _spawn_options(self) -> SpawnOptions:
+        s = self.settings
+        if s.codex_home and not os.path.isdir(s.codex_home):
+            # codex app-server panics at start-up on a missing CODEX_HOME (0.163). A home the
+            # user named is never created behind their back: a typo would log them out.
+            raise CodexHomeError(
+                f"The codex home {s.codex_home} does not exist (codex cannot start without it).",
+                "Create it (logging in to codex with that home does), or point the codex home "
+                "setting at your existing codex home.")
+        return SpawnOptions(
+            codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
+            extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
+            client_version=s.client_version, client_title=s.client_title,
+            registry_path=s.registry_path,
+            provider_keys=provider_credential_names(s.codex_home, s.model_provider),
+            # a name commands may inherit must first reach the process they inherit from
+            env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
+            experimental_api=bool(s.host_tools))
+
+    def _connect(self) -> Channel:
+        options = self._spawn_options()
+        predecessor, self._predecessor = self._predecessor, None
+        if predecessor is not None and not self._pool.shares_process(
+                predecessor.connection, options, self.settings.app_server):
+            predecessor.close()
+            predecessor = None
+        try:
+            conn = self._place(options)
+        finally:
+            if predecessor is not None:
+                predecessor.close()
+        try:
+            self.config_warnings = thread.check_config(conn, self.settings)
+            thread.check_login(conn, self.settings)
+        except LoginMissing:
+            conn.close(suspect=True)  # it never sees a later login: no new sessions there
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        self.endpoint = conn.endpoint
+        return conn
+
+    def _place(self, options: SpawnOptions) -> Channel:
+        """A channel from the pool. A thread stored on a remote app-server goes back to it; if
+        that server is unreachable (and others are configured), or is no longer configured at
+        all, the session starts a fresh thread seeded with the history — and says so."""
+        wanted = self._stored_endpoint
+        conn = self._pool.channel(options, self.settings.app_server, endpoint=wanted,
+                                  thread_id=self._stored_thread_id)
+        if wanted is not None and conn.endpoint != wanted and self._stored_thread_id:
+            self._stored_thread_id = None  # its rollout is on the server we could not reach
+            where = conn.endpoint or "a local app-server"
+            self._emit(CodexEvent(
+                "notice", f"the codex app-server {wanted} that held this conversation's thread "
+                f"is unreachable or no longer configured; continuing on {where} with a fresh "
+                "thread that carries the conversation so far"))
+        return conn
+
+    def ensure_started(self, seed: SeedProvider | None = None) -> str:
+        """Connect and start (or resume) the thread; returns its id. Raises :class:`WireError`
+        (and ``ValueError`` for bad settings); :meth:`run_turn` turns those into results."""
+        with self._lock:
+            if self._closed:
+                raise TransportClosed("the codex session is closed")
+            if self._conn is not None and self.thread_id is not None:
+                return self.thread_id
+            if self._conn is None:
+                self._conn = self._connect()
+            conn = self._conn
+        instructions = self.developer_instructions or None
+        walls = thread_walls(self.settings, endpoint=self.endpoint)
+        if walls.note:
+            self._emit(CodexEvent("notice", walls.note))
+        stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
+        opened = None
+        if stored:
+            try:
+                opened = thread.resume(conn, self.settings, self.cwd, stored, instructions,
+                                       walls)
+            except BaseException:
+                self._stored_thread_id = stored  # not "no such thread": try it again next time
+                raise
+        if opened is None:
+            opened = thread.start(conn, self.settings, self.cwd, instructions, seed, walls)
+        self.thread_id, self.thread_origin = opened.thread_id, opened.origin
+        self.model = opened.model or self.model
+        return opened.thread_id
+
+    def read_thread(self) -> dict[str, Any]:
+        """codex's record of this session's thread with its turns and their items
+        (``thread/read`` with ``includeTurns``). Raises :class:`WireError` when codex cannot
+        answer; the thread must be started first."""
+        conn, thread_id = self._conn, self.thread_id
+        if conn is None or thread_id is None:
+            raise TransportClosed("the codex thread is not started")
+        reply = thread.request(conn, "thread/read", {"threadId": thread_id, "includeTurns": True},
+                               self.settings.request_timeout)
+        record = reply.get("thread")
+        return dict(record) if isinstance(record, Mapping) else {}
+
+    def close(self) -> None:
+        """Withdraw pending approvals and let go of the channel (a process of its own ends with
+        its whole tree), and close the session this one replaced if it never got to."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.retired = True
+            conn, self._conn = self._conn, None
+            predecessor, self._predecessor = self._predecessor, None
+        self._broker.withdraw_all()
+        if conn is not None:
+            self._let_go(conn)
+        if predecessor is not None:
+            predecessor.close()
+        if self._own_pool:
+            self._pool.close()
+
+    def _respawn(self) -> None:
+        """After a turn that retired the process (it died, wedged, or its login went stale):
+        let go of it, and let the next start resume the same thread in a fresh process."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if self.thread_id:
+                self._stored_thread_id = self.thread_id
+                self._stored_endpoint = self.endpoint  # the server that holds its rollout
+            self.thread_id = None
+            self.retired = False
+        self._broker.withdraw_all()
+        if conn is not None:
+            self._let_go(conn)
+
+    def _let_go(self, conn: Channel) -> None:
+        """Close our channel. After a turn that retired the session (codex died, wedged, timed
+        out) its app-server is suspect: the pool gives it no new sessions."""
+        suspect, self._suspect = self._suspect, False
+        conn.close(suspect=suspect)
+
+    def retire(self) -> None:
+        """Mark the session unusable; the runtime replaces it before the next turn."""
+        self.close()
+
+    # ------------------------------------------------------------------ controls
+
+    def interrupt(self) -> None:
+        """Stop the active turn (from any thread). Before a turn starts, the next one is not
+        launched at all."""
+        self._interrupt.set()
+        conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.wake("interrupt")
+
+    def steer(self, text: str) -> bool:
+        """Add guidance to the active turn (``turn/steer`` with ``expectedTurnId``). Returns True
+        only when codex accepted it for that very turn."""
+        cleaned = (text or "").strip()
+        with self._lock:
+            turn_id, thread_id, conn = self._active_turn, self.thread_id, self._conn
+        if not cleaned or not turn_id or not thread_id or conn is None:
+            return False
+        try:
+            items = to_user_input(cleaned)
+            reply = conn.request("turn/steer", turn_steer_params(thread_id, turn_id, items),
+                                 timeout=self.settings.control_timeout)
+        except (WireError, InputError) as exc:
+            log.info("turn/steer was not accepted: %s", exc)
+            return False
+        return reply.get("turnId") == turn_id
+
+    # ------------------------------------------------------------------ turns
+
+    def run_turn(self, user_input: Any, *, images: Sequence[str] = (),
+                 history_seed: SeedProvider | None = None) -> TurnResult:
+        """Send one user message and drive the turn to its end. Never raises for anything codex
+        or the process does."""
+        result = TurnResult(submitted_user_text=plain_text(user_input))
+        self._replace_if_gone()
+        try:
+            items = to_user_input(user_input, base_dir=self.cwd, images=images)
+        except InputError as exc:
+            result.fail(Failure(FailureKind.INPUT, str(exc)), retire=False)
+            return result
+        return self._held_turn(result, history_seed, lambda conn, thread_id: self._start_turn(
+            result, conn, thread_id, items))
+
+    def compact(self) -> TurnResult:
+        """Native compaction (``thread/compact/start``), waiting for its own turn to complete."""
+        result = TurnResult()
+        self._replace_if_gone()
+        return self._held_turn(result, None, lambda conn, thread_id: self._start_compaction(
+            result, conn, thread_id))
+
+    def _held_turn(self, result: TurnResult, seed: SeedProvider | None,
+                   start: Callable[[Channel, str], TurnDriver | None]) -> TurnResult:
+        """The frame of a turn or a compaction: started and held, its driver run, its open
+        questions withdrawn afterwards, whatever happens."""
+        try:
+            if self._interrupt.is_set() and self._conn is None:
+                result.interrupted = True  # stopped before it began: codex is not even started
+                result.status = "interrupted"
+                return result
+            if not self._start_held(result, seed):
+                return result
+            if self.config_warnings and not self._warned_config:
+                self._warned_config = True  # once per session
+                self._emit(CodexEvent("config_warning", "; ".join(self.config_warnings)))
+            if self._interrupt.is_set():  # a hard stop during start-up is honoured here
+                result.interrupted = True
+                result.status = "interrupted"
+                return result
+            conn, thread_id = self._conn, self.thread_id
+            assert conn is not None and thread_id is not None
+            self._begin_turn(conn)
+            try:
+                driver = start(conn, thread_id)
+                if driver is not None:
+                    driver.run()
+                    self._leftover = driver.leftover
+                    self.model = result.model or self.model
+            finally:
+                self._end_turn(conn)
+            return result
+        finally:
+            if self._conn is not None:
+                self._conn.unhold()
+            self._interrupt.clear()
+            if result.should_retire:
+                self.retired = True
+                self._suspect = True
+
+    def _start_or_fail(self, result: TurnResult, seed: SeedProvider | None) -> bool:
+        try:
+            self.ensure_started(seed)
+        except (WireError, ValueError, OSError) as exc:
+            failure, retire = failure_from(exc, Stage.START, self._stderr_tail())
+            result.fail(failure, retire=retire)
+            return False
+        result.thread_id = self.thread_id
+        result.thread_origin = self.thread_origin
+        result.model = self.model
+        result.endpoint = self.endpoint
+        return True
+
+    def _start_held(self, result: TurnResult, seed: SeedProvider | None) -> bool:
+        """Start (or reuse) the channel and hold it for the turn, so the pool's idle reaper
+        never parks it mid-turn. A channel parked just before is replaced (once)."""
+        for _ in range(2):
+            if not self._start_or_fail(result, seed):
+                return False
+            conn = self._conn
+            if conn is not None and conn.hold():
+                return True
+            self._respawn()  # parked (or closed) between the check and now: reconnect
+        result.fail(Failure(FailureKind.TRANSPORT, "the codex connection was closed while the "
+                            "turn was starting"), retire=False)
+        return False
+
+    def _driver(self, result: TurnResult, conn: Channel, thread_id: str,
+                turn_id: str | None) -> TurnDriver:
+        return TurnDriver(conn, self.settings, result, thread_id, turn_id, broker=self._broker,
+                          emit=self._emit, interrupted=self._interrupt, on_turn=self._set_turn,
+                          transport_failure=self._transport_failure)
+
+    def _start_turn(self, result: TurnResult, conn: Channel, thread_id: str,
+                    items: list[dict[str, Any]]) -> TurnDriver | None:
+        try:
+            reply = thread.request(conn, "turn/start", turn_start_params(
+                thread_id, items, model=self.settings.model, effort=self.settings.effort),
+                self.settings.request_timeout)
+        except WireError as exc:
+            failure, retire = failure_from(exc, Stage.TURN, self._stderr_tail())
+            result.fail(failure, retire=retire)
+            return None
+        turn_id = (reply.get("turn") or {}).get("id")
+        if not isinstance(turn_id, str):
+            result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
+            return None
+        result.turn_id = turn_id
+        if self.settings.model:
+            self.model = result.model = self.settings.model  # a turn override sticks
+        return self._driver(result, conn, thread_id, turn_id)
+
+    def _start_compaction(self, result: TurnResult, conn: Channel,
+                          thread_id: str) -> TurnDriver | None:
+        try:
+            conn.request("thread/compact/start", compact_start_params(thread_id),
+                         timeout=self.settings.request_timeout)
+        except WireError as exc:
+            failure, retire = failure_from(exc, Stage.COMPACT, self._stderr_tail())
+            result.fail(failure, retire=retire)
+            return None
+        return self._driver(result, conn, thread_id, None)  # its turn id comes with it
+
+    def _replace_if_gone(self) -> None:
+        """Before a turn: a session a turn retired, or whose app-server went away between turns
+        (the process died, the remote server vanished), gets a fresh connection that resumes
+        its thread — the turn is not sent into a dead connection first."""
+        conn = self._conn
+        if not self._closed and (self.retired or (conn is not None and not conn.is_alive())):
+            if conn is not None and not conn.is_alive():
+                log.info("the codex app-server of thread %s went away between turns (%s); "
+                         "reconnecting", self.thread_id, conn.transport_error)
+            self._respawn()
+
+    def _set_turn(self, turn_id: str | None) -> None:
+        with self._lock:
+            self._active_turn = turn_id
+
+    def _begin_turn(self, conn: Channel) -> None:
+        """Before a turn (or compaction) is requested: the turn's own approval thread."""
+        with self._lock:
+            self._leftover = []
+        self._broker.begin_turn(conn)
+
+    def _end_turn(self, conn: Channel) -> None:
+        """After a turn: its open questions are withdrawn, and what arrived after
+        ``turn/completed`` is answered (see :class:`~.broker.RequestBroker`)."""
+        with self._lock:
+            self._active_turn = None
+            leftover, self._leftover = self._leftover, []
+        self._broker.end_turn(conn, leftover)
+
+    def _stderr_tail(self) -> list[str]:
+        conn = self._conn
+        return conn.stderr_tail(12) if conn is not None else []
+
+    def _transport_failure(self, message: str) -> Failure:
+        return transport_failure(message, self._stderr_tail())

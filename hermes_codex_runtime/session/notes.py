@@ -1,0 +1,207 @@
+"""What each notification of a turn does, as a table: ``HANDLERS[method](view, params)``.
+
+A handler folds one notification into the turn — the host's messages (the projector), the token
+usage, the result's flags — and emits what the host shows; it answers what the notification
+meant for the loop (:data:`ACTIVITY`, :data:`TOOL_DONE`, :data:`COMPLETED`, :data:`ABORTED`, or
+``None``). Streamed answer text, the hot path, is :func:`on_delta` (the driver joins a burst's
+deltas into one display event). The driver (:mod:`.turn`) decides which notifications belong to
+the turn; nothing here waits or sends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_codex_runtime.projector import Projector
+from hermes_codex_runtime.protocol import (
+    Failure,
+    FailureKind,
+    classify,
+    classify_error_notification,
+)
+from hermes_codex_runtime.session.broker import RequestBroker
+from hermes_codex_runtime.usage import UsageAccumulator
+from hermes_codex_runtime.values import CodexEvent, TurnResult
+
+log = logging.getLogger(__name__)
+
+ACTIVITY = "activity"  # codex is doing something (a quiet-after-tool warning is reset)
+TOOL_DONE = "tool_done"  # a tool finished: codex should go on soon
+COMPLETED = "completed"  # this turn's turn/completed
+ABORTED = "aborted"  # codex reported the turn aborted
+
+DELTA = "item/agentMessage/delta"
+TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
+
+
+@dataclass(slots=True)
+class TurnView:
+    """What a handler may touch of the turn in flight."""
+
+    result: TurnResult
+    projector: Projector
+    usage: UsageAccumulator
+    broker: RequestBroker
+    emit: Callable[[CodexEvent], None]
+
+
+Handler = Callable[[TurnView, Mapping[str, Any]], str | None]
+
+
+def has_abort_marker(text: Any) -> bool:
+    """True when ``text`` carries codex's ``<turn_aborted>`` marker."""
+    return isinstance(text, str) and any(marker in text for marker in TURN_ABORTED_MARKERS)
+
+
+def _aborted(view: TurnView) -> str:
+    view.result.interrupted = True
+    view.result.status = "interrupted"
+    view.result.fail(Failure(FailureKind.OTHER, "codex reported turn_aborted"), retire=False)
+    return ABORTED
+
+
+def on_delta(view: TurnView, params: Mapping[str, Any], stream: list[str]) -> str:
+    """One streamed chunk of the answer: projected, and kept for the burst's display event."""
+    view.projector.feed(DELTA, params)
+    delta = params.get("delta")
+    if isinstance(delta, str):
+        stream.append(delta)
+        if "<turn_aborted" in delta:
+            return _aborted(view)
+    return ACTIVITY
+
+
+def _reasoning(view: TurnView, params: Mapping[str, Any], method: str) -> str:
+    delta = params.get("delta")
+    if isinstance(delta, str):
+        view.emit(CodexEvent("reasoning_delta", delta, method=method, params=params))
+    return ACTIVITY
+
+
+def _command_output(view: TurnView, params: Mapping[str, Any]) -> str:
+    method = "item/commandExecution/outputDelta"
+    view.projector.feed(method, params)
+    delta = params.get("delta")
+    if isinstance(delta, str) and delta:
+        view.emit(CodexEvent("tool_output", delta, method=method, params=params))
+    return ACTIVITY
+
+
+def _plan(view: TurnView, params: Mapping[str, Any]) -> str:
+    view.emit(CodexEvent("plan", plan_text(params), method="turn/plan/updated", params=params))
+    return ACTIVITY
+
+
+def _diff(view: TurnView, params: Mapping[str, Any]) -> str:
+    view.emit(CodexEvent("diff", "", method="turn/diff/updated", params=params))
+    return ACTIVITY
+
+
+def _item_started(view: TurnView, params: Mapping[str, Any]) -> str:
+    method = "item/started"
+    item = params.get("item")
+    if isinstance(item, Mapping):
+        view.broker.note_item(item)
+    call = view.projector.feed(method, params)
+    if call is not None:
+        for text in view.projector.take_interim():
+            view.emit(CodexEvent("interim_message", text, method=method))
+        view.emit(CodexEvent("tool_started", call.name, tool=call, method=method, params=params))
+    if isinstance(item, Mapping) and item.get("type") == "contextCompaction":
+        view.result.compacted = True
+    return ACTIVITY
+
+
+def _item_completed(view: TurnView, params: Mapping[str, Any]) -> str:
+    method = "item/completed"
+    item = params.get("item")
+    call = view.projector.feed(method, params)
+    if isinstance(item, Mapping):
+        if item.get("type") == "contextCompaction":
+            view.result.compacted = True
+        if item.get("type") == "agentMessage" and has_abort_marker(item.get("text")):
+            return _aborted(view)
+        if item.get("type") == "agentMessage" and item.get("phase") == "commentary":
+            for text in view.projector.take_interim():  # commentary is never the answer
+                view.emit(CodexEvent("interim_message", text, method=method))
+    if call is not None:
+        view.emit(CodexEvent("tool_completed", call.name, tool=call, method=method,
+                             params=params))
+        return TOOL_DONE
+    return ACTIVITY
+
+
+def _token_usage(view: TurnView, params: Mapping[str, Any]) -> None:
+    view.usage.add(params)
+
+
+def _rerouted(view: TurnView, params: Mapping[str, Any]) -> None:
+    to_model = params.get("toModel")
+    if isinstance(to_model, str) and to_model:
+        log.info("codex rerouted the turn from %s to %s (%s)", params.get("fromModel"),
+                 to_model, params.get("reason"))
+        view.result.model = to_model
+
+
+def _compacted(view: TurnView, params: Mapping[str, Any]) -> None:
+    view.result.compacted = True
+
+
+def _error(view: TurnView, params: Mapping[str, Any]) -> None:
+    failure, will_retry = classify_error_notification(dict(params))
+    if will_retry:
+        view.emit(CodexEvent("retrying", failure.message, method="error", params=params))
+    else:
+        view.result.fail(failure)
+
+
+def _resolved(view: TurnView, params: Mapping[str, Any]) -> None:
+    view.broker.resolved(params.get("requestId"))
+
+
+def _turn_completed(view: TurnView, params: Mapping[str, Any]) -> str:
+    result = view.result
+    raw_turn = params.get("turn")
+    turn: Mapping[str, Any] = raw_turn if isinstance(raw_turn, Mapping) else {}
+    status = turn.get("status")
+    result.status = status if isinstance(status, str) else None
+    if status == "interrupted":
+        result.interrupted = True
+    elif status == "failed":
+        raw_error = turn.get("error")
+        error: Mapping[str, Any] = raw_error if isinstance(raw_error, Mapping) else {}
+        if result.failure is None:
+            result.fail(classify(error.get("codexErrorInfo"),
+                                 str(error.get("message") or "the codex turn failed")))
+    return COMPLETED
+
+
+HANDLERS: dict[str, Handler] = {
+    "item/reasoning/summaryTextDelta":
+        lambda view, params: _reasoning(view, params, "item/reasoning/summaryTextDelta"),
+    "item/reasoning/textDelta":
+        lambda view, params: _reasoning(view, params, "item/reasoning/textDelta"),
+    "item/commandExecution/outputDelta": _command_output,
+    "turn/plan/updated": _plan,
+    "turn/diff/updated": _diff,
+    "item/started": _item_started,
+    "item/completed": _item_completed,
+    "thread/tokenUsage/updated": _token_usage,
+    "model/rerouted": _rerouted,
+    "thread/compacted": _compacted,
+    "error": _error,
+    "serverRequest/resolved": _resolved,
+    "turn/completed": _turn_completed,
+}
+
+
+def plan_text(params: Mapping[str, Any]) -> str:
+    """``2/5 done; now: <step>`` for a ``turn/plan/updated``."""
+    steps = [s for s in params.get("plan") or () if isinstance(s, Mapping)]
+    done = sum(1 for s in steps if s.get("status") == "completed")
+    current = next((str(s.get("step")) for s in steps if s.get("status") == "inProgress"), "")
+    text = f"{done}/{len(steps)} done"
+    return f"{text}; now: {current}" if current else text

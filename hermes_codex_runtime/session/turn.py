@@ -1,0 +1,242 @@
+"""Driving one turn (or one compaction) to its end: :class:`TurnDriver`.
+
+The driver blocks on its channel's ordered inbound stream (no polling interval) and handles
+each burst in wire order: server requests go to the session's broker at once, this turn's
+notifications to their handler (:mod:`.notes`), streamed text is shown once per burst, and
+other threads' or turns' notifications are skipped. It ends on THIS turn's ``turn/completed``
+— or at once when the connection ends, or at the elapsed deadline — and sends
+``turn/interrupt`` (once, bounded) when the session was interrupted. While codex is silent a
+``working`` event tells the host every :data:`HEARTBEAT` seconds that the turn is alive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from hermes_codex_runtime.pool import Channel
+from hermes_codex_runtime.projector import Projector
+from hermes_codex_runtime.protocol import Failure, FailureKind, scope_of, turn_interrupt_params
+from hermes_codex_runtime.session import notes
+from hermes_codex_runtime.session.broker import RequestBroker
+from hermes_codex_runtime.usage import UsageAccumulator
+from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.wire import Inbound, ServerError, TransportClosed, WireError
+
+log = logging.getLogger(__name__)
+
+#: While a turn runs and codex is silent (the model is thinking, a provider is slow), a
+#: ``working`` event this often tells the host the turn is alive (its inactivity watchdogs).
+HEARTBEAT = 2.0
+#: codex briefly answers "no active turn" right after a steer: an interrupt is retried this long.
+INTERRUPT_RETRY_WINDOW = 1.0
+
+
+class TurnDriver:
+    """One turn's loop and its state; built by the session for each turn, used once."""
+
+    def __init__(self, conn: Channel, settings: SessionSettings, result: TurnResult,
+                 thread_id: str, turn_id: str | None, *, broker: RequestBroker,
+                 emit: Callable[[CodexEvent], None], interrupted: threading.Event,
+                 on_turn: Callable[[str | None], None],
+                 transport_failure: Callable[[str], Failure]) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.result = result
+        self.thread_id = thread_id
+        #: ``None`` for a compaction: learnt from its ``turn/started``.
+        self.turn_id = turn_id
+        self._learn_turn = turn_id is None
+        self._broker = broker
+        self._emit = emit
+        self._interrupted = interrupted
+        self._on_turn = on_turn
+        self._transport_failure = transport_failure
+        self.projector = Projector()
+        self.usage = UsageAccumulator()
+        self._view = notes.TurnView(result, self.projector, self.usage, broker, emit)
+        self.deadline = time.monotonic() + settings.turn_timeout
+        self.interrupt_sent_at: float | None = None
+        self.last_tool_done: float | None = None
+        self.last_beat = time.monotonic()
+        self.finished = False  # this turn's turn/completed (or codex's abort) arrived
+        self.aborted = False
+        self._stopped = False  # the loop ends without it: the deadline, or the connection
+        #: What arrived after ``turn/completed`` in its burst (answered after the turn).
+        self.leftover: list[Inbound] = []
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> None:
+        """Drive the turn to its end; the result carries everything, nothing raises."""
+        self._on_turn(self.turn_id)
+        try:
+            while not (self.finished or self._stopped):
+                message = self._next()
+                if message is not None:
+                    self._handle([message, *self.conn.drain()])
+            if not self.finished and self.result.failure is None:
+                self._at_deadline()
+        finally:
+            self._finish()
+
+    def _limit(self) -> float:
+        """The deadline, brought forward once an interrupt was sent."""
+        if self.interrupt_sent_at is None:
+            return self.deadline
+        return min(self.deadline,
+                   self.interrupt_sent_at + max(self.settings.control_timeout, 2.0))
+
+    def _next(self) -> Inbound | None:
+        """The next message, after sending an interrupt that was asked for; ``None`` when the
+        wait ended without one (a heartbeat or a quiet warning is due), or the loop must stop
+        (the deadline passed, the connection ended)."""
+        now = time.monotonic()
+        if self._interrupted.is_set() and self.interrupt_sent_at is None and self.turn_id:
+            self.result.interrupted = True
+            self.interrupt_sent_at = now
+            if not self._send_interrupt() and not self.conn.is_alive():
+                self.result.fail(self._transport_failure("codex exited during an interrupt"))
+                self._stopped = True
+                return None
+        limit = self._limit()
+        if now >= limit:
+            self._stopped = True
+            return None
+        wait = min(limit - now, max(0.0, self.last_beat + HEARTBEAT - now))
+        if self.last_tool_done is not None:
+            wait = min(wait, max(0.0, self.last_tool_done + self.settings.post_tool_quiet_warning
+                                 - now))
+        try:
+            message = self.conn.next_inbound(timeout=max(wait, 0.001))
+        except TransportClosed as exc:
+            self.result.fail(self._transport_failure(
+                f"the codex app-server process exited during the turn ({exc})"))
+            self._stopped = True
+            return None
+        if message is None or time.monotonic() - self.last_beat >= HEARTBEAT:
+            self.last_beat = time.monotonic()
+            if self.conn.is_alive():
+                self._emit(CodexEvent("working", "codex is working"))
+        if message is None:
+            self._quiet_warning()
+        return message
+
+    def _quiet_warning(self) -> None:
+        if self.last_tool_done is not None and time.monotonic() >= (
+                self.last_tool_done + self.settings.post_tool_quiet_warning):
+            log.warning("codex has been quiet for %.0fs after a tool result; still waiting (the "
+                        "turn deadline is %.0fs)", self.settings.post_tool_quiet_warning,
+                        self.settings.turn_timeout)
+            self._emit(CodexEvent("quiet", "codex is still working…"))
+            self.last_tool_done = None
+
+    def _handle(self, burst: list[Inbound]) -> None:
+        stream: list[str] = []
+        for index, message in enumerate(burst):
+            if message.is_local:
+                continue
+            if message.is_request:
+                self._broker.on_request(self.conn, message, self.thread_id, self.turn_id)
+                continue
+            outcome = self._outcome(message, stream)
+            if outcome == notes.TOOL_DONE:
+                self.last_tool_done = time.monotonic()
+            elif outcome == notes.ACTIVITY:
+                self.last_tool_done = None
+            elif outcome in (notes.COMPLETED, notes.ABORTED):
+                self.aborted = outcome == notes.ABORTED
+                self.finished = True
+                self.leftover = burst[index + 1:]
+                break
+        self._flush(stream)
+
+    def _outcome(self, message: Inbound, stream: list[str]) -> str | None:
+        params = message.params
+        if message.method == notes.DELTA and self.turn_id is not None:
+            # The hot path: one streamed chunk of the answer.
+            if params.get("turnId") != self.turn_id or params.get(
+                    "threadId", self.thread_id) != self.thread_id:
+                return None
+            return notes.on_delta(self._view, params, stream)
+        self._flush(stream)
+        scope = scope_of(params)
+        if self._learn_turn and self.turn_id is None:
+            if message.method == "turn/started" and scope.thread_id == self.thread_id \
+                    and scope.turn_id:
+                self.turn_id = self.result.turn_id = scope.turn_id
+                self._on_turn(self.turn_id)
+            return None
+        if not scope.belongs_to(self.thread_id, self.turn_id):
+            return None
+        handler = notes.HANDLERS.get(message.method)
+        return handler(self._view, params) if handler is not None else None
+
+    def _flush(self, stream: list[str]) -> None:
+        """One display event for the deltas of a burst: the host's stream callbacks (and their
+        per-call work) run once per burst instead of once per token."""
+        text = "".join(stream)
+        stream.clear()
+        if text:
+            self._emit(CodexEvent("text_delta", text, method=notes.DELTA))
+
+    # ------------------------------------------------------------------ endings
+
+    def _send_interrupt(self) -> bool:
+        """``turn/interrupt``, bounded; a refusal is retried for a short while. True when codex
+        took it."""
+        assert self.turn_id is not None
+        deadline = time.monotonic() + INTERRUPT_RETRY_WINDOW
+        while True:
+            try:
+                self.conn.request("turn/interrupt",
+                                  turn_interrupt_params(self.thread_id, self.turn_id),
+                                  timeout=self.settings.control_timeout)
+                return True
+            except ServerError as exc:
+                if time.monotonic() >= deadline:
+                    log.info("turn/interrupt refused: %s", exc.message)
+                    return False
+                time.sleep(0.05)
+            except WireError as exc:
+                log.warning("turn/interrupt failed: %s", exc)
+                return False
+
+    def _at_deadline(self) -> None:
+        result = self.result
+        if self.interrupt_sent_at is not None:
+            # codex took (or refused) the interrupt but never completed the turn.
+            result.interrupted = True
+            result.status = result.status or "interrupted"
+            result.should_retire = True
+            return
+        if self.projector.has_completed_answer() and self.turn_id:
+            log.warning("codex sent its final answer but no turn/completed before the deadline "
+                        "(%.0fs); accepting the answer", self.settings.turn_timeout)
+            if not self._send_interrupt():
+                result.should_retire = True
+            result.status = "completed"
+            return
+        if self.turn_id:
+            self._send_interrupt()
+        result.interrupted = True
+        result.timed_out = True
+        result.status = "interrupted"
+        result.fail(Failure(FailureKind.TIMEOUT, f"the codex turn did not finish within "
+                            f"{self.settings.turn_timeout:g}s"), retire=True)
+
+    def _finish(self) -> None:
+        result = self.result
+        result.messages = self.projector.finish()
+        result.final_text = self.projector.final_text
+        if self.aborted:
+            result.final_text = ""
+            result.messages = [m for m in result.messages
+                               if not notes.has_abort_marker(m.get("content"))]
+        result.tool_iterations = self.projector.tool_iterations
+        report = self.usage.report()
+        result.usage = dataclasses.replace(report, model=result.model) if report else None
+        result.thread_id = self.thread_id
