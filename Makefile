@@ -16,10 +16,16 @@ STAMP    = $(VENV)/.installed-test
         soak clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
+# An editable install has no wheel root: the start-up hook the wheel puts into site-packages
+# (hermes_codex_runtime/hermes/early.py) is copied there by hand, so the dev venvs run as a
+# user's install does.
+export INSTALL_PTH = import shutil, sysconfig; shutil.copy('hermes_codex_runtime/hermes/hermes_codex_runtime.pth', sysconfig.get_paths()['purelib'])
+
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11-3.13 is required (Hermes 0.19.0 supports those)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -c "$$INSTALL_PTH"
 	@touch $@
 
 setup: $(STAMP) tools
@@ -95,6 +101,7 @@ $(STAMP022): pyproject.toml
 	@test -n "$(PYTHON022)" || { echo "Python 3.11-3.14 is required for the 0.22 host line"; exit 1; }
 	$(PYTHON022) -m venv $(VENV022)
 	$(PY022) -m pip install --quiet --disable-pip-version-check -e '.[test-hermes022]'
+	$(PY022) -c "$$INSTALL_PTH"
 	@touch $@
 
 setup-022: $(STAMP022)

@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+pytest_plugins = ["hermes_codex_runtime.testing.pytest_plugin"]
+
 # Third-party codex-runtime plugins installed on the machine stay out of the suite's runs.
 os.environ.setdefault("CODEX_RUNTIME_LOAD_PLUGINS", "")
 

@@ -79,3 +79,51 @@ def test_not_enabled_means_not_loaded(tmp_path):
     result = probe(tmp_path)
     assert result["registrations"] == 0
     assert [e["enabled"] for e in result["entry"]] == [False]
+
+
+SLOW_PLUGIN = '''
+import time
+
+
+def register(ctx):
+    time.sleep(3)  # a plugin that takes its time, loaded before codex-runtime
+'''
+
+
+def test_a_one_shot_chat_is_on_codex_even_while_another_plugin_is_still_loading(
+        tmp_path, codex_binary, mock_provider):
+    """The 0.22 line loads plugins in a background thread and `hermes chat -q` resolves its
+    runtime before waiting for them: the activation must already be there (the wheel's start-up
+    hook), not only after the plugin's register() — which here runs seconds later."""
+    from hermes_env import base_config, write_hermes_home
+    from hermes_env import hermes_env as full_env
+
+    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    home = tmp_path / "hermes-home"
+    config = base_config(codex_home=str(codex_home))
+    config["plugins"]["enabled"].append("aaa-slow")
+    write_hermes_home(home, config)
+    slow = home / "plugins" / "aaa-slow"
+    slow.mkdir(parents=True)
+    (slow / "plugin.yaml").write_text("name: aaa-slow\nversion: 1.0.0\ndescription: slow\n"
+                                      "author: tests\nkind: standalone\n")
+    (slow / "__init__.py").write_text(SLOW_PLUGIN)
+    hermes = Path(sys.executable).with_name("hermes")
+
+    def chat(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(hermes), "chat", "-Q", "-q", text], env=full_env(home),
+                              capture_output=True, text=True, timeout=180,
+                              stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+
+    # the first run on a new home fills Hermes' plugin caches (and waits for its plugins);
+    # the runs after it take the quick path that races the background discovery
+    for attempt in range(2):
+        mock_provider.enqueue(mp.text(f"Answered by codex, not refused ({attempt})."))
+        run = chat("hello")
+        assert "No Codex credentials stored" not in run.stdout + run.stderr, attempt
+        assert f"Answered by codex, not refused ({attempt})." in run.stdout, \
+            run.stdout + run.stderr

@@ -108,6 +108,10 @@ def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
         assert "Installed, enabled and answering." in chat.stdout, chat.stdout + chat.stderr
         assert provider.refused_unauthenticated == 0  # the login reached the codex it runs
     python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                           "['purelib'])"], capture_output=True, text=True, timeout=60,
+                          check=True).stdout.strip()
+    assert (Path(site) / "hermes_codex_runtime.pth").is_file()  # the start-up hook (0.22's race)
     doctor = subprocess.run([python, "-m", "hermes_codex_runtime", "doctor", "--json"], env=env,
                             capture_output=True, text=True, timeout=180)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}

@@ -9,22 +9,22 @@ the first codex turn.
 
 from __future__ import annotations
 
-import logging
-import sys
-from typing import Any
 
-log = logging.getLogger("hermes_codex_runtime.hermes")
-
-
-def register(ctx: Any) -> None:
+def register(ctx: object) -> None:
     """Hermes plugin entry: install the codex runtime into the host through ``ctx``."""
     install(ctx)
 
 
-def install(ctx: Any) -> None:
-    """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising)."""
+def install(ctx: object) -> None:
+    """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising).
+    Importing this package costs nothing: the ``.pth`` start-up hook (:mod:`.early`) is under
+    it, so every import here waits for ``install``."""
+    import logging
+    import sys
+
     from hermes_codex_runtime.hermes.registrations import REGISTRATIONS
 
+    log = logging.getLogger("hermes_codex_runtime.hermes")
     REGISTRATIONS.append(ctx)
     try:
         from hermes_codex_runtime.hermes import seams

@@ -113,6 +113,22 @@ def approvals_section() -> dict[str, Any]:
     return dict(value)
 
 
+PLUGIN_NAME = "codex-runtime"
+
+
+def plugin_enabled(config: Mapping[str, Any] | None = None) -> bool:
+    """Whether Hermes' loader would load the plugin: in ``plugins.enabled``, not in
+    ``plugins.disabled`` (which wins), and ``HERMES_SAFE_MODE`` unset."""
+    if os.environ.get("HERMES_SAFE_MODE") not in (None, "", "0"):
+        return False
+    plugins = (load_config() if config is None else config).get("plugins")
+    if not isinstance(plugins, Mapping):
+        return False
+    enabled, disabled = plugins.get("enabled"), plugins.get("disabled")
+    return isinstance(enabled, list) and PLUGIN_NAME in enabled and not (
+        isinstance(disabled, list) and PLUGIN_NAME in disabled)
+
+
 def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config["model"]`` as a dict (Hermes also allows a bare model-name string)."""
     config = load_config() if config is None else config

@@ -1,7 +1,9 @@
 """pytest fixtures for testing against the real codex binary offline, and against the fake.
 
-Registered through the ``pytest11`` entry point, so any project with hermes-codex-runtime installed
-can use them:
+A project loads them with ``pytest_plugins = ["hermes_codex_runtime.testing.pytest_plugin"]``
+in its ``conftest.py`` (this one's does). They are not an auto-loaded ``pytest11`` plugin: the
+package is imported when Python starts (its start-up hook), and pytest cannot rewrite the
+asserts of an auto-loaded plugin whose package is already imported:
 
 * ``codex_binary`` — the real codex (``$CODEX_BIN``, else the ``openai-codex-cli-bin`` package);
   missing → the test is skipped, or FAILS when ``HCR_REQUIRE_REAL=1`` (CI must not skip silently);
