@@ -158,39 +158,34 @@ def test_enable_and_disable_change_only_their_keys_and_keep_a_backup(tmp_path):
 
 
 def test_without_a_codex_login_a_turn_fails_at_once_and_the_named_command_fixes_it(
-        tmp_path, codex_binary):
+        hermes, codex_binary):
+    """A provider that needs an OpenAI login, on a codex home with none: the turn fails at once
+    (not "Reconnecting... waiting for network" until the budget) naming a command, and that
+    command — run as the user would — logs in the very home the next turn uses."""
     from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 
     key = "sk-login-" + os.urandom(6).hex()
     with mp.MockResponsesProvider(required_key=key) as provider:
-        codex_home = prepare_codex_home(tmp_path / "codex-home", provider.base_url,
-                                        codex_bin=codex_binary.path, requires_openai_auth=True)
-        home = tmp_path / "hermes-home"
-        write_hermes_home(home, base_config(codex_home=str(codex_home),
-                                            codex_turn_timeout=60))
-
-        def chat(question: str):
-            started = time.monotonic()
-            proc = subprocess.run([HERMES, "chat", "-Q", "-q", question], env=hermes_env(home),
-                                  capture_output=True, text=True, timeout=120,
-                                  stdin=subprocess.DEVNULL, cwd=str(tmp_path))
-            return proc, time.monotonic() - started
-
-        first, seconds = chat("hello")
-        said = first.stdout + first.stderr
+        prepare_codex_home(hermes.codex_home, provider.base_url, codex_bin=codex_binary.path,
+                           requires_openai_auth=True)
+        hermes.configure(codex_turn_timeout=60)
+        started = time.monotonic()
+        first = hermes.agent().run_conversation("hello")
+        seconds = time.monotonic() - started
+        said = first["final_response"]
         assert "codex is not logged in" in said, said
-        assert seconds < 15  # not "Reconnecting... waiting for network" until the budget
+        assert seconds < 15, seconds
         command = re.search(r"Run `([^`]+ codex login)`", said).group(1)
         assert provider.requests == []  # nothing was sent
 
         login = subprocess.run([*command.split(), "--with-api-key"], input=key + "\n",
-                               env=hermes_env(home), capture_output=True, text=True,
+                               env=hermes_env(hermes.home), capture_output=True, text=True,
                                timeout=60)
         assert login.returncode == 0, login.stdout + login.stderr
-        assert (codex_home / "auth.json").exists()  # the very home the plugin's turns use
+        assert (hermes.codex_home / "auth.json").exists()  # the home the plugin's turns use
         provider.enqueue(mp.text("Logged in and answering."))
-        second, _ = chat("hello again")
-        assert "Logged in and answering." in second.stdout, second.stdout + second.stderr
+        second = hermes.agent().run_conversation("hello again")
+        assert second["final_response"] == "Logged in and answering.", second
         assert provider.refused_unauthenticated == 0
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hermes_env import HERMES, Gateway, base_config, hermes_env, write_hermes_home
+from hermes_env import HERMES, Gateway, base_config, chat_finished, hermes_env, write_hermes_home
 from support import alive
 
 from hermes_codex_runtime.testing import mock_provider as mp
@@ -59,7 +59,7 @@ def codex_thread_of(home: Path, session_id: str) -> str | None:
 def test_hermes_chat_answers_through_codex_and_resume_reuses_the_thread(home, mock_provider):
     mock_provider.enqueue(mp.text("Noted: PEAR-9."))
     first = hermes(home, "chat", "-Q", "-q", "Remember PEAR-9 please")
-    assert first.returncode == 0, first.stderr
+    assert chat_finished(first), first.stderr
     assert "Noted: PEAR-9." in first.stdout
     session_id = re.search(r"session_id:\s*(\S+)", first.stderr).group(1)
     thread = codex_thread_of(home, session_id)
@@ -68,7 +68,7 @@ def test_hermes_chat_answers_through_codex_and_resume_reuses_the_thread(home, mo
     mock_provider.clear()
     mock_provider.enqueue(mp.text("You said PEAR-9."))
     second = hermes(home, "chat", "-Q", "--resume", session_id, "-q", "What did I say?")
-    assert second.returncode == 0, second.stderr
+    assert chat_finished(second), second.stderr
     assert "You said PEAR-9." in second.stdout
     assert codex_thread_of(home, session_id) == thread
     texts = [t for _, t in mock_provider.request_texts(0)]
@@ -222,7 +222,7 @@ def test_a_killed_hermes_leaves_no_codex_behind_once_hermes_starts_again(home, f
         assert alive(codex_pid), "the scenario needs a codex that outlives Hermes"
         fake_codex.set_scenario({"turns": [[{"message": "fresh start"}]]})
         second = hermes(home, "chat", "-Q", "-q", "hello again")
-        assert second.returncode == 0, second.stderr[-2000:]
+        assert chat_finished(second), second.stderr[-2000:]
         assert "fresh start" in second.stdout
         deadline = time.monotonic() + 10
         while alive(codex_pid):

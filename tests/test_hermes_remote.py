@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hermes_env import base_config, hermes_env, write_hermes_home
+from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.remote_server import RemoteAppServer
@@ -62,7 +62,7 @@ def test_hermes_chat_on_a_remote_app_server_resumes_there_and_moves_when_it_vani
                            codex_app_server_token_file=str(east.token_file))
     mock_provider.enqueue(mp.text("Noted: FIG-3."))
     first = hermes(home, "chat", "-Q", "-q", "Remember FIG-3 please")
-    assert first.returncode == 0, first.stderr
+    assert chat_finished(first), first.stderr
     assert "Noted: FIG-3." in first.stdout
     session_id = re.search(r"session_id:\s*(\S+)", first.stderr).group(1)
     bound = binding_of(home, session_id)
@@ -70,14 +70,14 @@ def test_hermes_chat_on_a_remote_app_server_resumes_there_and_moves_when_it_vani
 
     mock_provider.enqueue(mp.text("You said FIG-3."))
     second = hermes(home, "chat", "-Q", "--resume", session_id, "-q", "What did I say?")
-    assert second.returncode == 0, second.stderr
+    assert chat_finished(second), second.stderr
     assert "You said FIG-3." in second.stdout
     assert binding_of(home, session_id) == bound  # same server, same thread
 
     east.kill()  # that machine is gone
     mock_provider.enqueue(mp.text("Still FIG-3."))
     third = hermes(home, "chat", "-Q", "--resume", session_id, "-q", "And now?")
-    assert third.returncode == 0, third.stderr
+    assert chat_finished(third), third.stderr
     assert "Still FIG-3." in third.stdout
     assert "fresh thread" in third.stdout + third.stderr  # the user is told
     moved = binding_of(home, session_id)

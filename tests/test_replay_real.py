@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
-from hermes_env import base_config, hermes_env, write_hermes_home
+from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 from support import alive, descendants
 
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
@@ -113,7 +113,7 @@ def recorded(codex_binary, tmp_path_factory):
                 + ["-q", text]
             done = subprocess.run(args, env=hermes_env(home), cwd=project, capture_output=True,
                                   text=True, timeout=180, stdin=subprocess.DEVNULL)
-            assert done.returncode == 0, done.stderr[-2000:]
+            assert chat_finished(done), done.stderr[-2000:]
             found = re.search(r"session_id:\s*(\S+)", done.stderr)
             session_id = session_id or (found.group(1) if found else None)
         assert session_id

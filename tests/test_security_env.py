@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hermes_env import base_config, hermes_env, write_hermes_home
+from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 
 from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
@@ -83,7 +83,7 @@ def test_a_model_run_env_shows_no_host_credential(hermes_base, tmp_path, codex_b
     done = subprocess.run([HERMES, "chat", "-Q", "-q", "list the environment"], env=env,
                           capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL, cwd=str(home))
-    assert done.returncode == 0, done.stderr
+    assert chat_finished(done), done.stderr
     assert "env listed" in done.stdout, done.stdout + done.stderr
     assert mock_provider.refused_unauthenticated == 0  # the provider key reached codex
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hermes_env import HERMES, Gateway, base_config, hermes_env, write_hermes_home
+from hermes_env import HERMES, Gateway, base_config, chat_finished, hermes_env, write_hermes_home
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -185,7 +185,7 @@ def test_hermes_chat_in_the_home_directory_reads_no_secret_and_doctor_reports_th
     chat = subprocess.run([HERMES, "chat", "-Q", "-q", "tidy up my home"], env=planted.env(),
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
                           cwd=str(planted.home))
-    assert chat.returncode == 0, chat.stderr[-3000:]
+    assert chat_finished(chat), chat.stderr[-3000:]
     assert "chat done" in chat.stdout
     assert_walls_held(planted, mock_provider)
     assert not [s for s in planted.secrets.values() if s in chat.stdout + chat.stderr]
