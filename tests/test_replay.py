@@ -259,8 +259,12 @@ def test_terminal_states_stick_and_files_are_private(tmp_path):
     with pytest.raises(RunClosed):
         run.update(lambda s: s.update(status="running"))
     with pytest.raises(RunClosed):
-        run.update(lambda s: None, reopen=True)  # resume never reopens "completed"
+        run.update(lambda s: None, reopen=("failed",))  # a plain resume never reopens it
     assert run.state()["status"] == "completed"
+    cancelled = store.new({"status": "running", "runner": None})
+    assert cancelled.finish("cancelled", error="Cancelled by user.")
+    with pytest.raises(RunClosed):
+        cancelled.update(lambda s: None, reopen=("failed", "completed", "cancelled"))
     run.log("x", "y" * 200_000)
     assert len(run.log_tail(1000).encode()) <= 1000
 
@@ -362,7 +366,7 @@ def test_a_session_whose_directory_is_gone_or_not_a_repository(tmp_path, home):
 def finished_run(repo_session):
     context = repo_session["context"]
     transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-    run = create_run(context, transcript, plan)
+    run = create_run(context, transcript, plan, controller="report-owner")
     run.save_turn("v1-m1", {"index": 1, "user_text": "one <script>alert(1)</script>",
                             "status": "completed",
                             "final_text": "done one, differently", "tool_calls": [],
@@ -653,38 +657,75 @@ def test_the_controller_guards_its_api_and_proves_its_token(repo_session, home):
         taken.close()
 
 
-def test_controllers_own_their_runs_and_idle_exit_waits_for_them(repo_session, home):
+def _running_run(context, controller: str, worker: subprocess.Popen):
     from hermes_codex_runtime.replay.store import identity
 
-    context = repo_session["context"]
-    worker = subprocess.Popen(["sleep", "60"])
-    # the run is the first controller's and running before that controller starts: with an
-    # idle timeout of 1 s it would otherwise be free to exit while the second one starts
     transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-    run = create_run(context, transcript, plan, controller="first-controller")
+    run = create_run(context, transcript, plan, controller=controller)
     run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
-    first = ControllerProcess(home, idle=1.0, session="first-controller")
-    second = ControllerProcess(home, idle=600, session="second-controller")
+    return run
+
+
+def test_a_controller_shows_reports_and_cancels_only_its_own_runs(repo_session, home):
+    worker = subprocess.Popen(["sleep", "60"])
+    run = _running_run(repo_session["context"], "first-controller", worker)
+    (run.dir / "report.json").write_text("{}")  # a report so far (as a resumed run has)
+    (run.dir / "report.html").write_text("<p>the first controller's report</p>")
+    first = ControllerProcess(home, session="first-controller")
+    second = ControllerProcess(home, session="second-controller")
     try:
-        status, data = second.call("cancel_run", run_id=run.id)
-        assert status == 400 and "belongs to another controller" in data["error"]
+        # one rule for every door of a controller: another controller's run is neither listed,
+        # shown, reported, downloaded nor cancelled
+        for name, arguments in (("get_run", {"run_id": run.id}),
+                                ("get_report", {"run_id": run.id, "format": "html"}),
+                                ("cancel_run", {"run_id": run.id})):
+            status, data = second.call(name, **arguments)
+            assert status == 400 and "belongs to another controller" in data.get("error", ""), \
+                (name, data)
+            assert f"replay show {run.id}" in data["error"]  # where every run can be seen
+        status, _, body = second.http("GET", f"/runs/{run.id}/report.html", origin=None)
+        assert status == 400 and b"belongs to another controller" in body
+        status, _, body = second.http("POST", "/api/download", {"run_id": run.id,
+                                                               "format": "html"})
+        assert status == 400 and b"belongs to another controller" in body
         assert run.state()["status"] == "running"
         assert json.loads(second.http("POST", "/api/state", {})[2])["recent_runs"] == []
+        status, data = first.call("get_run", run_id=run.id)  # its owner sees it
+        assert status == 200 and data["result"]["status"] == "running"
+        status, _, body = first.http("GET", f"/runs/{run.id}/report.html", origin=None)
+        assert status == 200 and b"the first controller's report" in body
+    finally:
+        worker.kill()
+        worker.wait()
+        assert first.stop() == 0 and second.stop() == 0
+
+
+def test_idle_exit_waits_for_its_own_run_and_the_idle_clock_restarts_when_it_ends(
+        repo_session, home):
+    worker = subprocess.Popen(["sleep", "60"])
+    # the run is the controller's and running before it starts: with an idle timeout of 2 s it
+    # would otherwise be free to exit at once
+    run = _running_run(repo_session["context"], "first-controller", worker)
+    first = ControllerProcess(home, idle=2.0, session="first-controller")
+    try:
         health = json.loads(first.http("GET", "/health", origin=None)[2])
         assert health["active_runs"] == 1
-        time.sleep(2.5)  # well past the idle timeout: its own run is still going
+        time.sleep(3.0)  # well past the idle timeout: its own run is still going
         assert first.proc.poll() is None
         run.finish("completed")
-        deadline = time.monotonic() + 15
+        ended = time.monotonic()
+        time.sleep(1.0)  # a page opened right after the run ended still finds it
+        assert first.http("GET", "/health", origin=None)[0] == 200
+        deadline = ended + 15
         while first.proc.poll() is None:
             assert time.monotonic() < deadline, "the idle controller did not exit"
-            time.sleep(0.1)
+            time.sleep(0.05)
+        assert time.monotonic() - ended >= 1.8, "the idle clock did not restart at the run's end"
         assert first.proc.returncode == 0 and not first.runtime.exists()
     finally:
         worker.kill()
         worker.wait()
         first.stop()
-        second.stop()
 
 
 def test_a_heartbeat_keeps_an_idle_controller_alive(repo_session, home):
@@ -762,7 +803,7 @@ def test_the_controller_listens_on_loopback_only_and_serves_report_downloads(fin
     import psutil
 
     _, run = finished_run
-    controller = ControllerProcess(home)
+    controller = ControllerProcess(home, session="report-owner")
     try:
         listening = [c.laddr for c in psutil.Process(controller.proc.pid).net_connections()
                      if c.status == psutil.CONN_LISTEN]

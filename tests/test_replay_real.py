@@ -159,6 +159,11 @@ def turn_context(recorded: dict[str, Any], thread_id: str) -> dict[str, Any]:
     raise AssertionError(f"no turn_context in {rollout}")
 
 
+def turn_records(folder: Path, variant: str = "v1-mock-model") -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in
+            sorted((folder / "variants" / variant / "turns").glob("*.json"))]
+
+
 def wait_for(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -267,7 +272,9 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
     assert html == (folder / "report.html").read_text()
 
 
-def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(recorded):
+def killed_during_turn_two(recorded: dict[str, Any]) -> tuple[str, Path, int, list[int]]:
+    """A one-variant run whose runner is killed -9 while turn two is with the model: its id,
+    folder, the runner's PID and its codex processes."""
     provider, script = recorded["provider"], recorded["script"]
     provider.clear()
     script.reached.clear()
@@ -287,28 +294,92 @@ def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(reco
         wait_for(lambda: not alive(runner), 10, "the runner to die")
     finally:
         script.slow = {}
+    return run_id, folder, runner, codex
+
+
+def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(recorded):
+    provider = recorded["provider"]
+    run_id, folder, runner, codex = killed_during_turn_two(recorded)
     shown = json.loads(replay(recorded, "show", run_id, "--json").stdout)
-    assert shown["status"] == "interrupted", shown  # never silently "running"
+    assert shown["status"] == "interrupted", shown  # never silently "running"…
+    [variant] = shown["variants"]  # …nor any variant of it
+    assert variant["status"] == "interrupted" and variant["in_flight"] == 2, variant
+    assert f"the runner process stopped (pid {runner})" in variant["error"]
     wait_for(lambda: not any(alive(pid) for pid in codex), 15, "the orphaned codex to end")
-    assert "replay resume" in replay(recorded, "show", run_id).stdout
+    text = replay(recorded, "show", run_id).stdout
+    assert "v1-mock-model: interrupted, 1/3 turns (turn 2 was in flight)" in text, text
+    assert f"replay resume {run_id}" in text
 
     done = replay(recorded, "resume", run_id, "--json")
     assert events(done)[-1]["status"] == "completed", done.stdout
-    records = [json.loads(p.read_text()) for p in
-               sorted((folder / "variants" / "v1-mock-model" / "turns").glob("*.json"))]
+    records = turn_records(folder)
     assert [r["index"] for r in records] == [1, 2, 3]
     assert records[1]["recovered"] is True and records[1]["status"] == "interrupted"
+    assert records[1]["final_text"] == ""  # what codex had of it: nothing
     assert records[0]["recovered"] is False and records[2]["status"] == "completed"
-    assert len({r["thread_id"] for r in records}) == 1  # the same codex thread throughout
+    thread = records[0]["thread_id"]
+    assert {r["thread_id"] for r in records} == {thread}  # the same codex thread throughout
     for prefix in ("turn one", "turn two", "turn thre"):
         assert turn_requests(provider, prefix) == 1, prefix
     state = json.loads((folder / "state.json").read_text())
     assert state["status"] == "completed" and state["resumes"] == 1
     report = json.loads((folder / "report.json").read_text())
     assert any("recovered from codex's thread" in n for n in report["limitations"])
+    # the report says how to rerun just that turn…
+    rerun = f"hermes-codex-runtime replay resume {run_id} --retry-interrupted"
+    assert [t["rerun_command"] for t in report["variants"][0]["turns"]] == [None, rerun, None]
+    assert f"Rerun just this turn: <code>{rerun}</code>" in (folder / "report.html").read_text()
+    assert f"rerun just those turns with `{rerun}`" in replay(recorded, "show", run_id).stdout
+
+    # …and that command does it: turn two alone, on a fork of the thread through turn one
+    done = replay(recorded, "resume", run_id, "--retry-interrupted", "--json")
+    assert events(done)[-1]["status"] == "completed", done.stdout
+    again = turn_records(folder)
+    assert [r["status"] for r in again] == ["completed"] * 3
+    assert again[0] == records[0] and again[2] == records[2]  # the others are not touched
+    assert again[1]["final_text"] == "[mock-model] You said: turn two: summarise what you did"
+    assert again[1]["rerun"]["alone"] is True and again[1]["rerun"]["was"]["status"] == \
+        "interrupted"
+    assert again[1]["thread_id"] not in (None, thread)  # a fork, not the variant's thread
+    assert turn_requests(provider, "turn two") == 2  # sent once more, and nothing else was
+    assert turn_requests(provider, "turn one") == 1 and turn_requests(provider, "turn thre") == 1
+    body = [b for b in list(provider.requests) if last_user_text(b).startswith("turn two")][-1]
+    sent = json.dumps(body["input"])
+    assert TURNS[0] in sent and TURNS[2] not in sent  # the history turn two saw the first time
+    state = json.loads((folder / "state.json").read_text())
+    assert state["variants"]["v1-mock-model"]["thread_id"] == thread
+    report = json.loads((folder / "report.json").read_text())
+    assert [t["rerun_command"] for t in report["variants"][0]["turns"]] == [None] * 3
+    assert any("Turn 2 of v1-mock-model was rerun alone" in n for n in report["limitations"])
+
+
+def test_retry_interrupted_sends_the_turn_in_flight_again_from_the_turn_before_it(recorded):
+    provider = recorded["provider"]
+    run_id, folder, _runner, codex = killed_during_turn_two(recorded)
+    wait_for(lambda: not any(alive(pid) for pid in codex), 15, "the orphaned codex to end")
+    done = replay(recorded, "resume", run_id, "--retry-interrupted", "--json")
+    assert events(done)[-1]["status"] == "completed", done.stdout
+    records = turn_records(folder)
+    assert [(r["status"], r["recovered"]) for r in records] == [("completed", False)] * 3
+    first, second, third = records
+    assert second["final_text"] == "[mock-model] You said: turn two: summarise what you did"
+    assert second["rerun"]["alone"] is False  # the run went on from the rerun turn…
+    assert second["thread_id"] == third["thread_id"] != first["thread_id"]  # …on the fork
+    state = json.loads((folder / "state.json").read_text())
+    assert state["variants"]["v1-mock-model"]["thread_id"] == third["thread_id"]
+    assert turn_requests(provider, "turn two") == 2 and turn_requests(provider, "turn thre") == 1
+    assert turn_requests(provider, "turn one") == 1
+    body = [b for b in list(provider.requests) if last_user_text(b).startswith("turn three")][-1]
+    sent = json.dumps(body["input"])
+    assert sent.count(json.dumps({"type": "input_text", "text": TURNS[1]})) == 1, sent  # once
+    assert "You said: turn two" in sent  # with the rerun's answer (not the attempt it replaced)
+    report = json.loads((folder / "report.json").read_text())
+    assert any("Turn 2 of v1-mock-model was sent again" in n for n in report["limitations"])
 
 
 def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
+    from test_replay import McpClient
+
     provider, script = recorded["provider"], recorded["script"]
     provider.clear()
     script.reached.clear()
@@ -342,6 +413,18 @@ def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
         assert state["status"] == "cancelled"
         assert state["cancellation_reason"] == "user_requested"
         assert state["error"] == "Cancelled by user."
+        # the variant that was running says so too, with the reason, wherever it is shown
+        shown = json.loads(replay(recorded, "show", run_id, "--json").stdout)
+        assert [(v["status"], v["error"]) for v in shown["variants"]] == [
+            ("cancelled", "Cancelled by user.")], shown["variants"]
+        assert "v1-mock-model: cancelled, 0/3 turns" in replay(recorded, "show", run_id).stdout
+        assert "— Cancelled by user." in replay(recorded, "show", run_id).stdout
+        client = McpClient(recorded["home"])
+        try:
+            view = client.tool("get_run", run_id=run_id)["structuredContent"]
+            assert [v["status"] for v in view["variants"]] == ["cancelled"]
+        finally:
+            assert client.close() == 0
         resumed = replay(recorded, "resume", run_id, check=False)
         assert resumed.returncode == 2 and "cancelled" in resumed.stderr
     finally:
@@ -422,6 +505,9 @@ def test_the_controller_page_in_a_real_browser_plans_starts_cancels_and_opens_re
                 page.click("#runs button.cancel")
                 page.wait_for("[...document.querySelectorAll('#runs .status')].some("
                               "s => s.textContent === 'cancelled')", 30, "the run cancelled")
+                variant = page.evaluate("document.querySelector('#runs .progress').textContent")
+                assert variant.startswith("v1-mock-model-2: cancelled, 0/1 turns"), variant
+                assert variant.endswith("— Cancelled by user."), variant
             finally:
                 script.slow = {}
 

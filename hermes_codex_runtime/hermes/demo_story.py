@@ -270,7 +270,7 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         context = replay_context()
         transcript, plan = prepare(context, RunRequest(
             session_id, models=["mock-model-2"], baseline="empty", turns="1-3"))
-        for line in describe_plan(transcript, plan).splitlines():
+        for line in describe_plan(transcript, plan, runs_dir=context.runs_dir).splitlines():
             story.say(f"   {line}")
         run = create_run(context, transcript, plan)
         spawn_runner(run)
