@@ -445,6 +445,88 @@ def test_cancel_and_resume_of_finished_runs(finished_run):
     assert time.time() - run.state()["finished_at"] < 600
 
 
+def replay_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real ``hermes-codex-runtime replay …`` command on ``home``."""
+    import sys
+
+    script = Path(sys.executable).with_name("hermes-codex-runtime")
+    return subprocess.run([str(script), "replay", *args], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "HERMES_HOME": str(home)})
+
+
+def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session, home):
+    from hermes_codex_runtime.replay.store import identity
+    from hermes_codex_runtime.wire.files import atomic_write_json
+
+    context, project = repo_session["context"], repo_session["project"]
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+    worker = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    made = {}
+    for age, name, status in ((9, "cancelled-9d", "cancelled"), (8, "completed-8d", "completed"),
+                              (0, "failed-now", "failed"), (0, "live", "running"),
+                              (0, "died", "running"), (0, "completed-now", "completed")):
+        run = create_run(context, transcript, plan)
+        copy = run.dir / "workspaces" / "v1-m1"
+        subprocess.run(["git", "clone", "-q", "--shared", str(project), str(copy)], check=True,
+                       timeout=30)
+        (copy / "big.bin").write_bytes(os.urandom(2**20))
+        (copy / "locked").mkdir()
+        (copy / "locked" / "f").write_text("x")
+        (copy / "locked").chmod(0o500)  # a read-only folder a command left behind
+        runner = identity(worker.pid if name == "live" else gone.pid)
+        run.update(lambda s, r=runner: s.update(status="running", runner=r))
+        if status != "running":
+            run.finish(status)
+        state = run.state()
+        state["created_at"] = time.time() - age * 86400 - 60 + len(made)  # in this order
+        if state.get("finished_at"):
+            state["finished_at"] -= age * 86400
+        atomic_write_json(run.state_path, state)
+        made[name] = run
+    try:
+        preview = replay_cli(home, "gc", "--dry-run", "--json")
+        assert preview.returncode == 0, preview.stderr
+        planned = json.loads(preview.stdout)
+        assert planned["dry_run"] is True
+        assert {r["run_id"] for r in planned["removed"]} == {
+            made[n].id for n in ("cancelled-9d", "completed-8d", "failed-now", "died",
+                                 "completed-now")}  # "died": its runner is gone (interrupted)
+        assert [(k["run_id"], k["why"]) for k in planned["kept"]] == [(made["live"].id, "live")]
+        assert planned["freed_bytes"] >= 5 * 2**20
+        assert all(r.dir.is_dir() for r in made.values())  # a dry run removes nothing
+        assert made["died"].state()["status"] == "interrupted"
+
+        old = replay_cli(home, "gc", "--older-than", "7d")
+        assert old.returncode == 0, old.stderr
+        assert f"removed {made['cancelled-9d'].id}  cancelled" in old.stdout
+        assert f"removed {made['completed-8d'].id}  completed" in old.stdout
+        assert re.search(r"freed \d+\.\d MB in 2 run\(s\); kept 4 \(1 live\)", old.stdout), \
+            old.stdout
+        assert not made["cancelled-9d"].dir.exists() and not made["completed-8d"].dir.exists()
+
+        kept = json.loads(replay_cli(home, "gc", "--keep", "1", "--json").stdout)
+        assert [r["run_id"] for r in kept["removed"]] == [made["died"].id,
+                                                          made["failed-now"].id]
+        assert {k["run_id"]: k["why"] for k in kept["kept"]} == {
+            made["live"].id: "live", made["completed-now"].id: "among the 1 newest"}
+        assert made["live"].dir.is_dir() and made["live"].state()["status"] == "running"
+        assert sorted(p.name for p in context.runs_dir.iterdir()) == sorted(
+            [made["live"].id, made["completed-now"].id])  # nothing left half-removed
+        # the user's repository (whose objects the copies shared) is whole
+        assert subprocess.run(["git", "fsck", "--no-progress"], cwd=project,
+                              capture_output=True, timeout=60).returncode == 0
+        for bad, message in ((["--older-than", "soon"], "--older-than takes an age"),
+                             (["--keep", "-1"], "--keep is a number of runs")):
+            refused = replay_cli(home, "gc", *bad)
+            assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+    finally:
+        worker.kill()
+        worker.wait()
+
+
 # --------------------------------------------------------------------------- MCP
 
 

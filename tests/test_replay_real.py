@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 from hermes_env import base_config, hermes_env, write_hermes_home
 from support import alive, descendants
 
@@ -244,14 +246,16 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
     assert any("commit a session started from" in note for note in report["limitations"])
     assert report["plan"]["turns"] == [1, 2, 3] and report["plan"]["network"] is False
 
-    # each variant ran on codex's own model choice, unattended, as threads of ONE app-server
+    # each variant ran on codex's own model choice, unattended
     models = {body.get("model") for body in recorded["provider"].requests}
     assert models == {"mock-model", "mock-model-2"}
     for prefix in (t[:8] for t in TURNS):
         for model in ("mock-model", "mock-model-2"):
             assert turn_requests(recorded["provider"], prefix, model) == 1
     log = (folder / "run.log").read_text()
-    assert "1 codex app-server process(es) for 2 variant(s)" in log
+    # where the user's sessions run: one shared process, or (make test-per-session) one each
+    processes = 1 if os.environ.get("HCR_APP_SERVER", "shared") == "shared" else 2
+    assert f"{processes} codex app-server process(es) for 2 variant(s)" in log
     assert "[controller] run approved" in log and "[v1-mock-model:tool] exec_command" in log
     for name in ("state.json", "run.log", "report.json", "report.html", "source.json"):
         assert (folder / name).stat().st_mode & 0o077 == 0, name
@@ -594,6 +598,50 @@ def test_a_token_budget_stops_a_variant_between_turns_and_options_reach_codex(re
     assert {(body.get("reasoning") or {}).get("effort")
             for body in recorded["provider"].requests} == {"high"}
 
+
+
+def test_variants_run_on_the_remote_app_server_the_sessions_use_with_its_auth(
+        recorded, codex_binary, tmp_path):
+    from hermes_codex_runtime.testing.remote_server import RemoteAppServer
+
+    provider = recorded["provider"]
+    provider.clear()
+    east = RemoteAppServer(tmp_path / "east", provider.base_url, codex_bin=codex_binary.path)
+    try:  # the same recorded session, in a home whose sessions run on that app-server
+        home = tmp_path / "hermes-home"
+        shutil.copytree(recorded["home"], home, ignore=shutil.ignore_patterns("replays"))
+        config = yaml.safe_load((home / "config.yaml").read_text())
+        config["model"].update(codex_app_server=[east.url],
+                               codex_app_server_token_file=str(east.token_file))
+        (home / "config.yaml").write_text(yaml.safe_dump(config))
+        done = subprocess.run([CLI, "replay", "run", recorded["session"], "--model",
+                               "mock-model", "--turns", "1", "--yes", "--json"],
+                              env=hermes_env(home), cwd=tmp_path, capture_output=True, text=True,
+                              timeout=240, stdin=subprocess.DEVNULL)
+        lines = events(done)
+        assert lines and lines[-1]["status"] == "completed", done.stdout + done.stderr
+    finally:
+        east.stop()
+    folder = Path(lines[-1]["run_dir"])
+    variant = json.loads((folder / "state.json").read_text())["variants"]["v1-mock-model"]
+    assert variant.get("endpoint") == east.url
+    [rollout] = (east.codex_home / "sessions").rglob(f"*{variant['thread_id']}.jsonl")
+    assert not list((recorded["root"] / "codex-home" / "sessions").rglob(
+        f"*{variant['thread_id']}.jsonl"))  # the rollout stays on that "machine"
+    assert json.loads(rollout.read_text().splitlines()[0])["payload"]["cwd"] == str(
+        folder / "workspaces" / "v1-mock-model")
+    assert (folder / "workspaces" / "v1-mock-model" / "notes.txt").read_text() == \
+        "notes by mock-model\n"
+    log = (folder / "run.log").read_text()
+    assert f"1 remote codex app-server(s) ({east.url}) for 1 variant(s)" in log
+    assert "process(es)" not in log  # no local codex was started
+    assert lines[0]["plan"]["app_server"]["endpoints"][0]["token_file"] == str(east.token_file)
+    for name in ("state.json", "run.log", "report.json", "report.html"):
+        assert east.token not in (folder / name).read_text(), name  # the path, never the token
+    report = json.loads((folder / "report.json").read_text())
+    assert report["variants"][0]["endpoint"] == east.url
+    shown = replay({**recorded, "home": home}, "show", folder.name).stdout
+    assert f"on {east.url}" in shown
 
 
 def test_a_real_hermes_export_file_is_a_source_and_nothing_starts_unconfirmed(recorded):

@@ -87,12 +87,14 @@ def collect(store: RunStore, *, older_than: float | None = None, keep: int | Non
         for left in store.root.glob(".removing-*"):  # what an earlier gc could not finish
             _delete(left)
     finished = 0
-    for run in store.runs():  # newest first
+    states: list[tuple[Run, dict[str, Any]]] = []
+    for run in store.runs():
         try:
-            state = run.state()
+            states.append((run, run.state()))
         except StoreError as exc:
             out.kept.append({"run_id": run.id, "status": None, "why": f"unreadable: {exc}"})
-            continue
+    states.sort(key=lambda pair: float(pair[1].get("created_at") or 0), reverse=True)
+    for run, state in states:  # newest first
         status, ended = state.get("status"), _ended_at(state)
         entry = {"run_id": run.id, "status": status, "ended_at": ended}
         if status in ACTIVE:
