@@ -278,9 +278,21 @@ def test_a_run_whose_runner_died_is_reconciled_as_interrupted(tmp_path):
         "pid": os.getpid(), "start": __import__(
             "hermes_codex_runtime.wire.proctree", fromlist=["started"]).started(os.getpid())}})
     done = store.new({"status": "completed", "runner": None})
+    orphan.update(lambda s: s.update(variants={"a": {"status": "running", "in_flight": 2},
+                                               "b": {"status": "completed"},
+                                               "c": {"status": "pending"}}))
     assert store.reconcile() == [orphan.id]
     assert orphan.state()["status"] == "interrupted"
     assert orphan.state()["failure_diagnostic"]["code"] == "runner_stopped"
+    variants = orphan.state()["variants"]  # every unfinished variant closed, with the reason
+    assert [variants[n]["status"] for n in "abc"] == ["interrupted", "completed", "interrupted"]
+    assert variants["a"]["error"] == f"the runner process stopped (pid {dead.pid}) before this " \
+        "variant finished" and variants["a"]["in_flight"] == 2 and "error" not in variants["b"]
+    crashed = store.new({"status": "running", "runner": None,
+                         "variants": {"a": {"status": "running"}, "b": {"status": "stopped"}}})
+    assert crashed.finish("failed", error="the runner crashed: OSError: disk full")
+    assert [(v["status"], v.get("error")) for v in crashed.state()["variants"].values()] == [
+        ("failed", "the runner crashed: OSError: disk full"), ("stopped", None)]
     assert live.state()["status"] == "running" and done.state()["status"] == "completed"
     assert "marked interrupted" in orphan.log_path.read_text()
     assert store.reconcile() == []
@@ -456,7 +468,8 @@ def replay_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session, home):
-    from hermes_codex_runtime.replay.store import identity
+    from hermes_codex_runtime.replay.cleanup import parse_age
+    from hermes_codex_runtime.replay.store import ACTIVE, identity
     from hermes_codex_runtime.wire.files import atomic_write_json
 
     context, project = repo_session["context"], repo_session["project"]
@@ -522,6 +535,12 @@ def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session
                              (["--keep", "-1"], "--keep is a number of runs")):
             refused = replay_cli(home, "gc", *bad)
             assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert [parse_age(a) for a in ("90s", "30m", "12h", "7d", "2w", "2")] == [
+            90, 1800, 43200, 604800, 1209600, 172800]  # a bare number is days
+        # the last check, under the run's lock: a run that is live is not moved out
+        assert not made["live"].move_out(home / "elsewhere",
+                                         lambda state: state["status"] not in ACTIVE)
+        assert made["live"].dir.is_dir() and not (home / "elsewhere").exists()
     finally:
         worker.kill()
         worker.wait()

@@ -429,8 +429,9 @@ def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
             assert [v["status"] for v in view["variants"]] == ["cancelled"]
         finally:
             assert client.close() == 0
-        resumed = replay(recorded, "resume", run_id, check=False)
-        assert resumed.returncode == 2 and "cancelled" in resumed.stderr
+        for flags in ((), ("--retry-interrupted",)):
+            resumed = replay(recorded, "resume", run_id, *flags, check=False)
+            assert resumed.returncode == 2 and "is cancelled" in resumed.stderr, flags
     finally:
         script.command = {}
         bystander.kill()

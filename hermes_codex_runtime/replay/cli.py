@@ -139,7 +139,7 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
                            else f"resumed run {run.id}") + "\n")
                 return 0
             return _watch(context, run.id, out, as_json=args.json)
-    except (ReplayError, SourceError, StoreError, ValueError) as exc:
+    except (ReplayError, SourceError, StoreError) as exc:
         err.write(f"replay: {exc}\n")
         return 2
     raise AssertionError(f"unknown replay command {args.replay_command}")  # pragma: no cover
@@ -293,8 +293,13 @@ def _show(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
 def _gc(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
     from hermes_codex_runtime.replay.cleanup import collect, describe, parse_age
 
-    older = parse_age(args.older_than) if args.older_than is not None else None
-    done = collect(context.store, older_than=older, keep=args.keep, dry_run=args.dry_run)
+    try:
+        older = parse_age(args.older_than) if args.older_than is not None else None
+        done = collect(context.store, older_than=older, keep=args.keep, dry_run=args.dry_run)
+    except StoreError:
+        raise
+    except ValueError as exc:  # a bad age or count
+        raise ReplayError(str(exc)) from exc
     out.write(json.dumps(done.to_json(), indent=2) + "\n" if args.json else
               describe(done) + "\n")
     return 0
