@@ -14,6 +14,9 @@ On the real codex binary and the loopback mock provider (its time to first byte
 * ``parallel`` — ``BENCH_REPLAY_VARIANTS`` (default 4) variants of the same session, all at once
   (``--parallel`` = variants: threads of one app-server) against one at a time; wall times,
   their ratio, and the codex processes each used.
+* ``remote`` — the one-variant replay again, placed (as the host's sessions would be) on a real
+  ``codex app-server --listen ws://127.0.0.1:PORT`` with codex's capability-token auth: the
+  replayed turn p50, its ratio to the local replayed turn, and the whole run's wall time.
 
 Each figure is the median of ``BENCH_REPLAY_REPS`` (default 3) repetitions. Alone:
 ``.venv/bin/python bench/replay.py [--out FILE]``.
@@ -21,6 +24,7 @@ Each figure is the median of ``BENCH_REPLAY_REPS`` (default 3) repetitions. Alon
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hermes_codex_runtime.hermes.sessions import HermesSessions  # noqa: E402
+from hermes_codex_runtime.pool import EndpointSpec, Placement  # noqa: E402
 from hermes_codex_runtime.replay.control import (  # noqa: E402
     ReplayContext,
     RunRequest,
@@ -47,6 +52,7 @@ from hermes_codex_runtime.replay.control import (  # noqa: E402
 from hermes_codex_runtime.session import CodexSession  # noqa: E402
 from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
+from hermes_codex_runtime.testing.remote_server import RemoteAppServer  # noqa: E402
 from hermes_codex_runtime.values import SessionSettings  # noqa: E402
 
 RUN_TIMEOUT = 600.0
@@ -134,6 +140,7 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
     delay = _env_int("BENCH_REPLAY_DELAY_MS", 250) / 1000
     work = Path(tempfile.mkdtemp(prefix="hcr-bench-replay-"))
     provider = mp.MockResponsesProvider(default=reply(delay)).start()
+    remote: RemoteAppServer | None = None
     try:
         extra = [f"mock-model-{i}" for i in range(2, variants + 1)]
         codex_home = prepare_codex_home(work / "codex-home", provider.base_url,
@@ -145,6 +152,9 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
                                 controllers_dir=home / "codex-runtime" / "controllers",
                                 codex_bin=codex_bin, codex_home=str(codex_home),
                                 turn_timeout=120.0)
+        remote = RemoteAppServer(work / "remote", provider.base_url, codex_bin=codex_bin)
+        on_remote = dataclasses.replace(context, app_server=Placement("endpoints", endpoints=(
+            EndpointSpec(remote.url, token_file=str(remote.token_file)),)))
         prompts = [f"question {i}: how are you?" for i in range(1, turns + 1)]
         bare: list[float] = []
         replayed: list[float] = []
@@ -153,6 +163,8 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
         par: list[float] = []
         seq: list[float] = []
         processes: dict[str, list[int]] = {"parallel": [], "sequential": []}
+        remote_turns: list[float] = []
+        remote_walls: list[float] = []
         models = ["mock-model", *extra]
         for _ in range(reps):
             bare += bare_turns(SessionSettings(codex_bin=codex_bin, codex_home=str(codex_home),
@@ -170,6 +182,9 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
             seq.append(narrow["wall_s"])
             processes["parallel"].append(wide["codex_processes"])
             processes["sequential"].append(narrow["codex_processes"])
+            far = replay_once(on_remote, ["mock-model"], 1)
+            remote_walls.append(far["wall_s"])
+            remote_turns += [float(r["elapsed"]) * 1000 for r in far["records"]["v1-mock-model"]]
             print(f"  replay rep: bare {statistics.median(bare):.0f} ms/turn, replayed "
                   f"{statistics.median(replayed):.0f} ms/turn, {variants} variants "
                   f"{wide['wall_s']:.1f} s parallel vs {narrow['wall_s']:.1f} s sequential",
@@ -186,8 +201,14 @@ def run_replay_bench(codex_bin: str) -> dict[str, Any]:
                          "sequential_wall_s_p50": round(statistics.median(seq), 2),
                          "speedup": round(statistics.median(seq) / statistics.median(par), 2),
                          "codex_processes": {k: max(v) for k, v in processes.items()}},
+            "remote": {"replayed_turn_ms_p50": round(statistics.median(remote_turns), 1),
+                       "turn_ratio_vs_local": round(statistics.median(remote_turns)
+                                                    / replay_p50, 3),
+                       "run_wall_s_p50": round(statistics.median(remote_walls), 2)},
         }
     finally:
+        if remote is not None:
+            remote.stop()
         provider.stop()
         import shutil
 
@@ -208,7 +229,11 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
         f"- {result['variants']} variants on one app-server: {par['parallel_wall_s_p50']:.1f} s "
         f"in parallel vs {par['sequential_wall_s_p50']:.1f} s one at a time "
         f"({par['speedup']:.2f}× faster; codex processes {par['codex_processes']['parallel']} "
-        f"at once)"]
+        f"at once)"] + ([
+        f"- the one-variant replay on a remote app-server (ws://127.0.0.1, token auth): "
+        f"{far['replayed_turn_ms_p50']:.0f} ms a turn ({far['turn_ratio_vs_local']:.2f}× the "
+        f"local replayed turn), {far['run_wall_s_p50']:.1f} s the whole run"]
+        if (far := result.get("remote")) else [])
 
 
 def main() -> int:

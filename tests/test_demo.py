@@ -30,3 +30,9 @@ def test_the_demo_plays_every_step(codex_binary, hermes_base, tmp_path):
     assert f"report: {report}" in out
     page = report.read_text()
     assert "Codex Replay" in page and "[mock-model-2]" in page  # the second model's answers
+    # …which do the work differently: changed text, other tool calls, another file on disk
+    assert "compared with the original: 3 of 3 answers differ" in out
+    assert "echo the answer is $(expr 6 '*' 7)" in out and "added hello.md" in out
+    assert "I did the sum with expr instead; it printed: the answer is 42." in page
+    assert "tools: exec_command" in page and "1 file(s) changed" in page
+    assert "+# Hello" in page  # the working copy's diff

@@ -259,8 +259,12 @@ def test_terminal_states_stick_and_files_are_private(tmp_path):
     with pytest.raises(RunClosed):
         run.update(lambda s: s.update(status="running"))
     with pytest.raises(RunClosed):
-        run.update(lambda s: None, reopen=True)  # resume never reopens "completed"
+        run.update(lambda s: None, reopen=("failed",))  # a plain resume never reopens it
     assert run.state()["status"] == "completed"
+    cancelled = store.new({"status": "running", "runner": None})
+    assert cancelled.finish("cancelled", error="Cancelled by user.")
+    with pytest.raises(RunClosed):
+        cancelled.update(lambda s: None, reopen=("failed", "completed", "cancelled"))
     run.log("x", "y" * 200_000)
     assert len(run.log_tail(1000).encode()) <= 1000
 
@@ -274,9 +278,21 @@ def test_a_run_whose_runner_died_is_reconciled_as_interrupted(tmp_path):
         "pid": os.getpid(), "start": __import__(
             "hermes_codex_runtime.wire.proctree", fromlist=["started"]).started(os.getpid())}})
     done = store.new({"status": "completed", "runner": None})
+    orphan.update(lambda s: s.update(variants={"a": {"status": "running", "in_flight": 2},
+                                               "b": {"status": "completed"},
+                                               "c": {"status": "pending"}}))
     assert store.reconcile() == [orphan.id]
     assert orphan.state()["status"] == "interrupted"
     assert orphan.state()["failure_diagnostic"]["code"] == "runner_stopped"
+    variants = orphan.state()["variants"]  # every unfinished variant closed, with the reason
+    assert [variants[n]["status"] for n in "abc"] == ["interrupted", "completed", "interrupted"]
+    assert variants["a"]["error"] == f"the runner process stopped (pid {dead.pid}) before this " \
+        "variant finished" and variants["a"]["in_flight"] == 2 and "error" not in variants["b"]
+    crashed = store.new({"status": "running", "runner": None,
+                         "variants": {"a": {"status": "running"}, "b": {"status": "stopped"}}})
+    assert crashed.finish("failed", error="the runner crashed: OSError: disk full")
+    assert [(v["status"], v.get("error")) for v in crashed.state()["variants"].values()] == [
+        ("failed", "the runner crashed: OSError: disk full"), ("stopped", None)]
     assert live.state()["status"] == "running" and done.state()["status"] == "completed"
     assert "marked interrupted" in orphan.log_path.read_text()
     assert store.reconcile() == []
@@ -362,7 +378,7 @@ def test_a_session_whose_directory_is_gone_or_not_a_repository(tmp_path, home):
 def finished_run(repo_session):
     context = repo_session["context"]
     transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-    run = create_run(context, transcript, plan)
+    run = create_run(context, transcript, plan, controller="report-owner")
     run.save_turn("v1-m1", {"index": 1, "user_text": "one <script>alert(1)</script>",
                             "status": "completed",
                             "final_text": "done one, differently", "tool_calls": [],
@@ -439,6 +455,95 @@ def test_cancel_and_resume_of_finished_runs(finished_run):
         cancel_run(context, run.id, controller="someone-else")
     assert Run(run.dir.parent, run.id).state()["status"] == "completed"
     assert time.time() - run.state()["finished_at"] < 600
+
+
+def replay_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real ``hermes-codex-runtime replay …`` command on ``home``."""
+    import sys
+
+    script = Path(sys.executable).with_name("hermes-codex-runtime")
+    return subprocess.run([str(script), "replay", *args], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "HERMES_HOME": str(home)})
+
+
+def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session, home):
+    from hermes_codex_runtime.replay.cleanup import parse_age
+    from hermes_codex_runtime.replay.store import ACTIVE, identity
+    from hermes_codex_runtime.wire.files import atomic_write_json
+
+    context, project = repo_session["context"], repo_session["project"]
+    transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
+    worker = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    made = {}
+    for age, name, status in ((9, "cancelled-9d", "cancelled"), (8, "completed-8d", "completed"),
+                              (0, "failed-now", "failed"), (0, "live", "running"),
+                              (0, "died", "running"), (0, "completed-now", "completed")):
+        run = create_run(context, transcript, plan)
+        copy = run.dir / "workspaces" / "v1-m1"
+        subprocess.run(["git", "clone", "-q", "--shared", str(project), str(copy)], check=True,
+                       timeout=30)
+        (copy / "big.bin").write_bytes(os.urandom(2**20))
+        (copy / "locked").mkdir()
+        (copy / "locked" / "f").write_text("x")
+        (copy / "locked").chmod(0o500)  # a read-only folder a command left behind
+        runner = identity(worker.pid if name == "live" else gone.pid)
+        run.update(lambda s, r=runner: s.update(status="running", runner=r))
+        if status != "running":
+            run.finish(status)
+        state = run.state()
+        state["created_at"] = time.time() - age * 86400 - 60 + len(made)  # in this order
+        if state.get("finished_at"):
+            state["finished_at"] -= age * 86400
+        atomic_write_json(run.state_path, state)
+        made[name] = run
+    try:
+        preview = replay_cli(home, "gc", "--dry-run", "--json")
+        assert preview.returncode == 0, preview.stderr
+        planned = json.loads(preview.stdout)
+        assert planned["dry_run"] is True
+        assert {r["run_id"] for r in planned["removed"]} == {
+            made[n].id for n in ("cancelled-9d", "completed-8d", "failed-now", "died",
+                                 "completed-now")}  # "died": its runner is gone (interrupted)
+        assert [(k["run_id"], k["why"]) for k in planned["kept"]] == [(made["live"].id, "live")]
+        assert planned["freed_bytes"] >= 5 * 2**20
+        assert all(r.dir.is_dir() for r in made.values())  # a dry run removes nothing
+        assert made["died"].state()["status"] == "interrupted"
+
+        old = replay_cli(home, "gc", "--older-than", "7d")
+        assert old.returncode == 0, old.stderr
+        assert f"removed {made['cancelled-9d'].id}  cancelled" in old.stdout
+        assert f"removed {made['completed-8d'].id}  completed" in old.stdout
+        assert re.search(r"freed \d+\.\d MB in 2 run\(s\); kept 4 \(1 live\)", old.stdout), \
+            old.stdout
+        assert not made["cancelled-9d"].dir.exists() and not made["completed-8d"].dir.exists()
+
+        kept = json.loads(replay_cli(home, "gc", "--keep", "1", "--json").stdout)
+        assert [r["run_id"] for r in kept["removed"]] == [made["died"].id,
+                                                          made["failed-now"].id]
+        assert {k["run_id"]: k["why"] for k in kept["kept"]} == {
+            made["live"].id: "live", made["completed-now"].id: "among the 1 newest"}
+        assert made["live"].dir.is_dir() and made["live"].state()["status"] == "running"
+        assert sorted(p.name for p in context.runs_dir.iterdir()) == sorted(
+            [made["live"].id, made["completed-now"].id])  # nothing left half-removed
+        # the user's repository (whose objects the copies shared) is whole
+        assert subprocess.run(["git", "fsck", "--no-progress"], cwd=project,
+                              capture_output=True, timeout=60).returncode == 0
+        for bad, message in ((["--older-than", "soon"], "--older-than takes an age"),
+                             (["--keep", "-1"], "--keep is a number of runs")):
+            refused = replay_cli(home, "gc", *bad)
+            assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert [parse_age(a) for a in ("90s", "30m", "12h", "7d", "2w", "2")] == [
+            90, 1800, 43200, 604800, 1209600, 172800]  # a bare number is days
+        # the last check, under the run's lock: a run that is live is not moved out
+        assert not made["live"].move_out(home / "elsewhere",
+                                         lambda state: state["status"] not in ACTIVE)
+        assert made["live"].dir.is_dir() and not (home / "elsewhere").exists()
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 # --------------------------------------------------------------------------- MCP
@@ -653,38 +758,75 @@ def test_the_controller_guards_its_api_and_proves_its_token(repo_session, home):
         taken.close()
 
 
-def test_controllers_own_their_runs_and_idle_exit_waits_for_them(repo_session, home):
+def _running_run(context, controller: str, worker: subprocess.Popen):
     from hermes_codex_runtime.replay.store import identity
 
-    context = repo_session["context"]
-    worker = subprocess.Popen(["sleep", "60"])
-    # the run is the first controller's and running before that controller starts: with an
-    # idle timeout of 1 s it would otherwise be free to exit while the second one starts
     transcript, plan = prepare(context, RunRequest("s1", models=["m1"]))
-    run = create_run(context, transcript, plan, controller="first-controller")
+    run = create_run(context, transcript, plan, controller=controller)
     run.update(lambda s: s.update(status="running", runner=identity(worker.pid)))
-    first = ControllerProcess(home, idle=1.0, session="first-controller")
-    second = ControllerProcess(home, idle=600, session="second-controller")
+    return run
+
+
+def test_a_controller_shows_reports_and_cancels_only_its_own_runs(repo_session, home):
+    worker = subprocess.Popen(["sleep", "60"])
+    run = _running_run(repo_session["context"], "first-controller", worker)
+    (run.dir / "report.json").write_text("{}")  # a report so far (as a resumed run has)
+    (run.dir / "report.html").write_text("<p>the first controller's report</p>")
+    first = ControllerProcess(home, session="first-controller")
+    second = ControllerProcess(home, session="second-controller")
     try:
-        status, data = second.call("cancel_run", run_id=run.id)
-        assert status == 400 and "belongs to another controller" in data["error"]
+        # one rule for every door of a controller: another controller's run is neither listed,
+        # shown, reported, downloaded nor cancelled
+        for name, arguments in (("get_run", {"run_id": run.id}),
+                                ("get_report", {"run_id": run.id, "format": "html"}),
+                                ("cancel_run", {"run_id": run.id})):
+            status, data = second.call(name, **arguments)
+            assert status == 400 and "belongs to another controller" in data.get("error", ""), \
+                (name, data)
+            assert f"replay show {run.id}" in data["error"]  # where every run can be seen
+        status, _, body = second.http("GET", f"/runs/{run.id}/report.html", origin=None)
+        assert status == 400 and b"belongs to another controller" in body
+        status, _, body = second.http("POST", "/api/download", {"run_id": run.id,
+                                                               "format": "html"})
+        assert status == 400 and b"belongs to another controller" in body
         assert run.state()["status"] == "running"
         assert json.loads(second.http("POST", "/api/state", {})[2])["recent_runs"] == []
+        status, data = first.call("get_run", run_id=run.id)  # its owner sees it
+        assert status == 200 and data["result"]["status"] == "running"
+        status, _, body = first.http("GET", f"/runs/{run.id}/report.html", origin=None)
+        assert status == 200 and b"the first controller's report" in body
+    finally:
+        worker.kill()
+        worker.wait()
+        assert first.stop() == 0 and second.stop() == 0
+
+
+def test_idle_exit_waits_for_its_own_run_and_the_idle_clock_restarts_when_it_ends(
+        repo_session, home):
+    worker = subprocess.Popen(["sleep", "60"])
+    # the run is the controller's and running before it starts: with an idle timeout of 2 s it
+    # would otherwise be free to exit at once
+    run = _running_run(repo_session["context"], "first-controller", worker)
+    first = ControllerProcess(home, idle=2.0, session="first-controller")
+    try:
         health = json.loads(first.http("GET", "/health", origin=None)[2])
         assert health["active_runs"] == 1
-        time.sleep(2.5)  # well past the idle timeout: its own run is still going
+        time.sleep(3.0)  # well past the idle timeout: its own run is still going
         assert first.proc.poll() is None
         run.finish("completed")
-        deadline = time.monotonic() + 15
+        ended = time.monotonic()
+        time.sleep(1.0)  # a page opened right after the run ended still finds it
+        assert first.http("GET", "/health", origin=None)[0] == 200
+        deadline = ended + 15
         while first.proc.poll() is None:
             assert time.monotonic() < deadline, "the idle controller did not exit"
-            time.sleep(0.1)
+            time.sleep(0.05)
+        assert time.monotonic() - ended >= 1.8, "the idle clock did not restart at the run's end"
         assert first.proc.returncode == 0 and not first.runtime.exists()
     finally:
         worker.kill()
         worker.wait()
         first.stop()
-        second.stop()
 
 
 def test_a_heartbeat_keeps_an_idle_controller_alive(repo_session, home):
@@ -762,7 +904,7 @@ def test_the_controller_listens_on_loopback_only_and_serves_report_downloads(fin
     import psutil
 
     _, run = finished_run
-    controller = ControllerProcess(home)
+    controller = ControllerProcess(home, session="report-owner")
     try:
         listening = [c.laddr for c in psutil.Process(controller.proc.pid).net_connections()
                      if c.status == psutil.CONN_LISTEN]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 from support import alive, descendants
 
@@ -159,6 +161,11 @@ def turn_context(recorded: dict[str, Any], thread_id: str) -> dict[str, Any]:
     raise AssertionError(f"no turn_context in {rollout}")
 
 
+def turn_records(folder: Path, variant: str = "v1-mock-model") -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in
+            sorted((folder / "variants" / variant / "turns").glob("*.json"))]
+
+
 def wait_for(predicate: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -239,14 +246,16 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
     assert any("commit a session started from" in note for note in report["limitations"])
     assert report["plan"]["turns"] == [1, 2, 3] and report["plan"]["network"] is False
 
-    # each variant ran on codex's own model choice, unattended, as threads of ONE app-server
+    # each variant ran on codex's own model choice, unattended
     models = {body.get("model") for body in recorded["provider"].requests}
     assert models == {"mock-model", "mock-model-2"}
     for prefix in (t[:8] for t in TURNS):
         for model in ("mock-model", "mock-model-2"):
             assert turn_requests(recorded["provider"], prefix, model) == 1
     log = (folder / "run.log").read_text()
-    assert "1 codex app-server process(es) for 2 variant(s)" in log
+    # where the user's sessions run: one shared process, or (make test-per-session) one each
+    processes = 1 if os.environ.get("HCR_APP_SERVER", "shared") == "shared" else 2
+    assert f"{processes} codex app-server process(es) for 2 variant(s)" in log
     assert "[controller] run approved" in log and "[v1-mock-model:tool] exec_command" in log
     for name in ("state.json", "run.log", "report.json", "report.html", "source.json"):
         assert (folder / name).stat().st_mode & 0o077 == 0, name
@@ -267,7 +276,9 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
     assert html == (folder / "report.html").read_text()
 
 
-def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(recorded):
+def killed_during_turn_two(recorded: dict[str, Any]) -> tuple[str, Path, int, list[int]]:
+    """A one-variant run whose runner is killed -9 while turn two is with the model: its id,
+    folder, the runner's PID and its codex processes."""
     provider, script = recorded["provider"], recorded["script"]
     provider.clear()
     script.reached.clear()
@@ -287,28 +298,92 @@ def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(reco
         wait_for(lambda: not alive(runner), 10, "the runner to die")
     finally:
         script.slow = {}
+    return run_id, folder, runner, codex
+
+
+def test_a_killed_runner_is_interrupted_and_resume_never_sends_a_turn_twice(recorded):
+    provider = recorded["provider"]
+    run_id, folder, runner, codex = killed_during_turn_two(recorded)
     shown = json.loads(replay(recorded, "show", run_id, "--json").stdout)
-    assert shown["status"] == "interrupted", shown  # never silently "running"
+    assert shown["status"] == "interrupted", shown  # never silently "running"…
+    [variant] = shown["variants"]  # …nor any variant of it
+    assert variant["status"] == "interrupted" and variant["in_flight"] == 2, variant
+    assert f"the runner process stopped (pid {runner})" in variant["error"]
     wait_for(lambda: not any(alive(pid) for pid in codex), 15, "the orphaned codex to end")
-    assert "replay resume" in replay(recorded, "show", run_id).stdout
+    text = replay(recorded, "show", run_id).stdout
+    assert "v1-mock-model: interrupted, 1/3 turns (turn 2 was in flight)" in text, text
+    assert f"replay resume {run_id}" in text
 
     done = replay(recorded, "resume", run_id, "--json")
     assert events(done)[-1]["status"] == "completed", done.stdout
-    records = [json.loads(p.read_text()) for p in
-               sorted((folder / "variants" / "v1-mock-model" / "turns").glob("*.json"))]
+    records = turn_records(folder)
     assert [r["index"] for r in records] == [1, 2, 3]
     assert records[1]["recovered"] is True and records[1]["status"] == "interrupted"
+    assert records[1]["final_text"] == ""  # what codex had of it: nothing
     assert records[0]["recovered"] is False and records[2]["status"] == "completed"
-    assert len({r["thread_id"] for r in records}) == 1  # the same codex thread throughout
+    thread = records[0]["thread_id"]
+    assert {r["thread_id"] for r in records} == {thread}  # the same codex thread throughout
     for prefix in ("turn one", "turn two", "turn thre"):
         assert turn_requests(provider, prefix) == 1, prefix
     state = json.loads((folder / "state.json").read_text())
     assert state["status"] == "completed" and state["resumes"] == 1
     report = json.loads((folder / "report.json").read_text())
     assert any("recovered from codex's thread" in n for n in report["limitations"])
+    # the report says how to rerun just that turn…
+    rerun = f"hermes-codex-runtime replay resume {run_id} --retry-interrupted"
+    assert [t["rerun_command"] for t in report["variants"][0]["turns"]] == [None, rerun, None]
+    assert f"Rerun just this turn: <code>{rerun}</code>" in (folder / "report.html").read_text()
+    assert f"rerun just those turns with `{rerun}`" in replay(recorded, "show", run_id).stdout
+
+    # …and that command does it: turn two alone, on a fork of the thread through turn one
+    done = replay(recorded, "resume", run_id, "--retry-interrupted", "--json")
+    assert events(done)[-1]["status"] == "completed", done.stdout
+    again = turn_records(folder)
+    assert [r["status"] for r in again] == ["completed"] * 3
+    assert again[0] == records[0] and again[2] == records[2]  # the others are not touched
+    assert again[1]["final_text"] == "[mock-model] You said: turn two: summarise what you did"
+    assert again[1]["rerun"]["alone"] is True and again[1]["rerun"]["was"]["status"] == \
+        "interrupted"
+    assert again[1]["thread_id"] not in (None, thread)  # a fork, not the variant's thread
+    assert turn_requests(provider, "turn two") == 2  # sent once more, and nothing else was
+    assert turn_requests(provider, "turn one") == 1 and turn_requests(provider, "turn thre") == 1
+    body = [b for b in list(provider.requests) if last_user_text(b).startswith("turn two")][-1]
+    sent = json.dumps(body["input"])
+    assert TURNS[0] in sent and TURNS[2] not in sent  # the history turn two saw the first time
+    state = json.loads((folder / "state.json").read_text())
+    assert state["variants"]["v1-mock-model"]["thread_id"] == thread
+    report = json.loads((folder / "report.json").read_text())
+    assert [t["rerun_command"] for t in report["variants"][0]["turns"]] == [None] * 3
+    assert any("Turn 2 of v1-mock-model was rerun alone" in n for n in report["limitations"])
+
+
+def test_retry_interrupted_sends_the_turn_in_flight_again_from_the_turn_before_it(recorded):
+    provider = recorded["provider"]
+    run_id, folder, _runner, codex = killed_during_turn_two(recorded)
+    wait_for(lambda: not any(alive(pid) for pid in codex), 15, "the orphaned codex to end")
+    done = replay(recorded, "resume", run_id, "--retry-interrupted", "--json")
+    assert events(done)[-1]["status"] == "completed", done.stdout
+    records = turn_records(folder)
+    assert [(r["status"], r["recovered"]) for r in records] == [("completed", False)] * 3
+    first, second, third = records
+    assert second["final_text"] == "[mock-model] You said: turn two: summarise what you did"
+    assert second["rerun"]["alone"] is False  # the run went on from the rerun turn…
+    assert second["thread_id"] == third["thread_id"] != first["thread_id"]  # …on the fork
+    state = json.loads((folder / "state.json").read_text())
+    assert state["variants"]["v1-mock-model"]["thread_id"] == third["thread_id"]
+    assert turn_requests(provider, "turn two") == 2 and turn_requests(provider, "turn thre") == 1
+    assert turn_requests(provider, "turn one") == 1
+    body = [b for b in list(provider.requests) if last_user_text(b).startswith("turn three")][-1]
+    sent = json.dumps(body["input"])
+    assert sent.count(json.dumps({"type": "input_text", "text": TURNS[1]})) == 1, sent  # once
+    assert "You said: turn two" in sent  # with the rerun's answer (not the attempt it replaced)
+    report = json.loads((folder / "report.json").read_text())
+    assert any("Turn 2 of v1-mock-model was sent again" in n for n in report["limitations"])
 
 
 def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
+    from test_replay import McpClient
+
     provider, script = recorded["provider"], recorded["script"]
     provider.clear()
     script.reached.clear()
@@ -342,8 +417,21 @@ def test_cancel_kills_exactly_the_runs_processes_and_is_idempotent(recorded):
         assert state["status"] == "cancelled"
         assert state["cancellation_reason"] == "user_requested"
         assert state["error"] == "Cancelled by user."
-        resumed = replay(recorded, "resume", run_id, check=False)
-        assert resumed.returncode == 2 and "cancelled" in resumed.stderr
+        # the variant that was running says so too, with the reason, wherever it is shown
+        shown = json.loads(replay(recorded, "show", run_id, "--json").stdout)
+        assert [(v["status"], v["error"]) for v in shown["variants"]] == [
+            ("cancelled", "Cancelled by user.")], shown["variants"]
+        assert "v1-mock-model: cancelled, 0/3 turns" in replay(recorded, "show", run_id).stdout
+        assert "— Cancelled by user." in replay(recorded, "show", run_id).stdout
+        client = McpClient(recorded["home"])
+        try:
+            view = client.tool("get_run", run_id=run_id)["structuredContent"]
+            assert [v["status"] for v in view["variants"]] == ["cancelled"]
+        finally:
+            assert client.close() == 0
+        for flags in ((), ("--retry-interrupted",)):
+            resumed = replay(recorded, "resume", run_id, *flags, check=False)
+            assert resumed.returncode == 2 and "is cancelled" in resumed.stderr, flags
     finally:
         script.command = {}
         bystander.kill()
@@ -422,6 +510,9 @@ def test_the_controller_page_in_a_real_browser_plans_starts_cancels_and_opens_re
                 page.click("#runs button.cancel")
                 page.wait_for("[...document.querySelectorAll('#runs .status')].some("
                               "s => s.textContent === 'cancelled')", 30, "the run cancelled")
+                variant = page.evaluate("document.querySelector('#runs .progress').textContent")
+                assert variant.startswith("v1-mock-model-2: cancelled, 0/1 turns"), variant
+                assert variant.endswith("— Cancelled by user."), variant
             finally:
                 script.slow = {}
 
@@ -508,6 +599,50 @@ def test_a_token_budget_stops_a_variant_between_turns_and_options_reach_codex(re
     assert {(body.get("reasoning") or {}).get("effort")
             for body in recorded["provider"].requests} == {"high"}
 
+
+
+def test_variants_run_on_the_remote_app_server_the_sessions_use_with_its_auth(
+        recorded, codex_binary, tmp_path):
+    from hermes_codex_runtime.testing.remote_server import RemoteAppServer
+
+    provider = recorded["provider"]
+    provider.clear()
+    east = RemoteAppServer(tmp_path / "east", provider.base_url, codex_bin=codex_binary.path)
+    try:  # the same recorded session, in a home whose sessions run on that app-server
+        home = tmp_path / "hermes-home"
+        shutil.copytree(recorded["home"], home, ignore=shutil.ignore_patterns("replays"))
+        config = yaml.safe_load((home / "config.yaml").read_text())
+        config["model"].update(codex_app_server=[east.url],
+                               codex_app_server_token_file=str(east.token_file))
+        (home / "config.yaml").write_text(yaml.safe_dump(config))
+        done = subprocess.run([CLI, "replay", "run", recorded["session"], "--model",
+                               "mock-model", "--turns", "1", "--yes", "--json"],
+                              env=hermes_env(home), cwd=tmp_path, capture_output=True, text=True,
+                              timeout=240, stdin=subprocess.DEVNULL)
+        lines = events(done)
+        assert lines and lines[-1]["status"] == "completed", done.stdout + done.stderr
+    finally:
+        east.stop()
+    folder = Path(lines[-1]["run_dir"])
+    variant = json.loads((folder / "state.json").read_text())["variants"]["v1-mock-model"]
+    assert variant.get("endpoint") == east.url
+    [rollout] = (east.codex_home / "sessions").rglob(f"*{variant['thread_id']}.jsonl")
+    assert not list((recorded["root"] / "codex-home" / "sessions").rglob(
+        f"*{variant['thread_id']}.jsonl"))  # the rollout stays on that "machine"
+    assert json.loads(rollout.read_text().splitlines()[0])["payload"]["cwd"] == str(
+        folder / "workspaces" / "v1-mock-model")
+    assert (folder / "workspaces" / "v1-mock-model" / "notes.txt").read_text() == \
+        "notes by mock-model\n"
+    log = (folder / "run.log").read_text()
+    assert f"1 remote codex app-server(s) ({east.url}) for 1 variant(s)" in log
+    assert "process(es)" not in log  # no local codex was started
+    assert lines[0]["plan"]["app_server"]["endpoints"][0]["token_file"] == str(east.token_file)
+    for name in ("state.json", "run.log", "report.json", "report.html"):
+        assert east.token not in (folder / name).read_text(), name  # the path, never the token
+    report = json.loads((folder / "report.json").read_text())
+    assert report["variants"][0]["endpoint"] == east.url
+    shown = replay({**recorded, "home": home}, "show", folder.name).stdout
+    assert f"on {east.url}" in shown
 
 
 def test_a_real_hermes_export_file_is_a_source_and_nothing_starts_unconfirmed(recorded):

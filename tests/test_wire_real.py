@@ -15,6 +15,7 @@ import pytest
 from hermes_codex_runtime.protocol import (
     compact_start_params,
     sandbox_policy,
+    thread_fork_params,
     thread_resume_params,
     thread_start_params,
     to_user_input,
@@ -128,6 +129,7 @@ def test_every_request_the_package_builds_is_schema_clean(protocol_schema, tmp_p
     built = {
         "thread/start": thread_start_params(ephemeral=False, service_name="hermes", **settings),
         "thread/resume": thread_resume_params("thr_1", **settings),
+        "thread/fork": thread_fork_params("thr_1", "turn_1", **settings),
         "turn/start": turn_start_params(
             "thr_1", items, cwd=str(tmp_path), model="mock-model", effort="low",
             approval_policy="never", approvals_reviewer="user",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -76,6 +77,41 @@ def thread_of(hermes_home: Path, session_id: str) -> str | None:
         row = db.execute("SELECT model_config FROM sessions WHERE id = ?",
                          (session_id,)).fetchone()
     return json.loads(row[0]).get("codex_thread_id") if row and row[0] else None
+
+
+def compared(report: dict[str, Any]) -> str:
+    """What the replay's report shows against the original, in one line — and an error when it
+    shows nothing to compare (a demo replay that changed nothing would teach nothing)."""
+    [variant] = report["variants"]
+    turns = variant["turns"]
+    changed = sum(1 for t in turns if t["similarity"] < 1.0)
+    commands = [_command(c) for t in turns for c in t["tool_calls"]]
+    originals = [_command(c) for t in turns for c in t["original_tool_calls"]]
+    files = [f"{f['status']} {f['path']}" for f in variant["changes"]["files"]]
+    if not changed or not commands or not files:
+        raise RuntimeError(f"the replay shows no difference to compare: {changed} answer(s) "
+                           f"changed, tool calls {commands}, files {files}")
+    return (f"{changed} of {len(turns)} answers differ; its tool calls: {'; '.join(commands)} "
+            f"(the original's: {'; '.join(originals) or 'none'}); its working copy: "
+            f"{', '.join(files)}")
+
+
+def _command(call: dict[str, Any]) -> str:
+    """The command line of a shell tool call, else the tool's name."""
+    try:
+        arguments = json.loads(call.get("arguments") or "{}")
+    except ValueError:
+        arguments = {}
+    command = arguments.get("cmd") or arguments.get("command") if isinstance(
+        arguments, dict) else None
+    if not command:
+        return str(call.get("name") or "?")
+    try:
+        words = shlex.split(str(command))
+    except ValueError:
+        return str(command)
+    # codex records a shell's command line as `/bin/bash -c '…'`: the line is the '…'
+    return words[2] if len(words) == 3 and words[1] in ("-c", "-lc") else str(command)
 
 
 def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
@@ -270,7 +306,7 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         context = replay_context()
         transcript, plan = prepare(context, RunRequest(
             session_id, models=["mock-model-2"], baseline="empty", turns="1-3"))
-        for line in describe_plan(transcript, plan).splitlines():
+        for line in describe_plan(transcript, plan, runs_dir=context.runs_dir).splitlines():
             story.say(f"   {line}")
         run = create_run(context, transcript, plan)
         spawn_runner(run)
@@ -286,6 +322,8 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
                       f"{variant['turns_total']} turns, {variant['tokens']} tokens")
         if view["status"] != "completed" or not view["report_html"]:
             raise RuntimeError(f"the replay ended {view['status']}: {view.get('error')}")
+        differences = compared(json.loads((Path(view["run_dir"]) / "report.json").read_text()))
+        story.say(f"   compared with the original: {differences}")
         kept = Path(tempfile.gettempdir()) / "hermes-codex-runtime-demo-replay.html"
         shutil.copyfile(view["report_html"], kept)
         story.say(f"   report: {kept}")

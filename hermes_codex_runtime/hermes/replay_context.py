@@ -1,10 +1,12 @@
 """What Codex Replay needs from Hermes, as plain values: the sessions to replay (``state.db`` and
 its exports, :mod:`.sessions`), where runs and web controllers live (:mod:`.paths`), the codex
-binary, home and provider the plugin would use, the default model (``model.codex_model``, else
-Hermes' ``model.default`` as codex names it), the turn timeout, the process registry, the price
-table (``$HERMES_HOME/codex-runtime/prices.yaml``, USD per million tokens per model) and the web
-controller's settings (``codex_replay.port`` / ``codex_replay.idle_timeout`` in config.yaml, or
-``HERMES_CODEX_REPLAY_PORT`` / ``HERMES_CODEX_REPLAY_IDLE_TIMEOUT``; the environment wins)."""
+binary, home and provider the plugin would use, where its sessions run (``model.codex_app_server``
+with its token files: replays run where the user's sessions do), the default model
+(``model.codex_model``, else Hermes' ``model.default`` as codex names it), the turn timeout, the
+process registry, the price table (``$HERMES_HOME/codex-runtime/prices.yaml``, USD per million
+tokens per model) and the web controller's settings (``codex_replay.port`` /
+``codex_replay.idle_timeout`` in config.yaml, or ``HERMES_CODEX_REPLAY_PORT`` /
+``HERMES_CODEX_REPLAY_IDLE_TIMEOUT``; the environment wins)."""
 
 from __future__ import annotations
 
@@ -99,5 +101,6 @@ def replay_context(prices_file: str | None = None) -> ReplayContext:
                          codex_home=settings.codex_home,
                          model_provider=settings.codex_model_provider, default_model=default,
                          turn_timeout=settings.turn_timeout, registry_path=str(registry_path()),
-                         prices=prices, controller_port=port, controller_idle_timeout=idle,
+                         app_server=settings.app_server, prices=prices, controller_port=port,
+                         controller_idle_timeout=idle,
                          controller_id=os.environ.get(CONTROLLER_ID_ENV) or None)

@@ -26,6 +26,7 @@ from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user
 from hermes_codex_runtime.protocol.requests import (
     compact_start_params,
     sandbox_policy,
+    thread_fork_params,
     thread_resume_params,
     thread_settings,
     thread_start_params,
@@ -59,6 +60,7 @@ __all__ = [
     "safe_answer",
     "sandbox_policy",
     "scope_of",
+    "thread_fork_params",
     "thread_resume_params",
     "thread_settings",
     "thread_start_params",

@@ -86,6 +86,21 @@ def thread_resume_params(thread_id: str, **settings: Any) -> JsonObject:
     return params
 
 
+def thread_fork_params(thread_id: str, last_turn_id: str | None = None,
+                       **settings: Any) -> JsonObject:
+    """``thread/fork`` params: a new thread with ``thread_id``'s history through
+    ``last_turn_id`` (inclusive; ``None``: all of it), plus the current overrides (a fork takes
+    no ``personality``: it keeps the source thread's)."""
+    if not thread_id or not isinstance(thread_id, str):
+        raise ValueError("thread/fork needs a thread id")
+    params = thread_settings(**settings)
+    params.pop("personality", None)
+    params["threadId"] = thread_id
+    if last_turn_id is not None:
+        params["lastTurnId"] = last_turn_id
+    return params
+
+
 def turn_start_params(
     thread_id: str,
     input_items: Sequence[JsonObject],

@@ -17,7 +17,12 @@ directories runs and controllers live in):
   Claude Code reader (Hermes' own readers are the adapter's: ``hermes/sessions``).
 * :mod:`.store` — the run directory: state, log, per-turn records, path safety.
 * :mod:`.workspace` — baselines and isolated working copies.
+* :mod:`.plan` — what a run is: variants, turns, baseline, where codex runs.
+* :mod:`.records` — one turn's record, and which failures are retried.
 * :mod:`.engine` — variants × turns over :class:`~hermes_codex_runtime.session.CodexSession`.
 * :mod:`.report` — ``report.json`` and the self-contained ``report.html``.
-* :mod:`.cli` — ``hermes-codex-runtime replay …``.
+* :mod:`.control` — the operations (plan, start, cancel, resume, show, report).
+* :mod:`.cleanup` — ``replay gc``.
+* :mod:`.cli` — ``hermes-codex-runtime replay …``; :mod:`.tools`, :mod:`.mcp` and
+  :mod:`.controller` — the same as MCP tools and a loopback web page.
 """

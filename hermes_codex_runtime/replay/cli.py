@@ -1,4 +1,4 @@
-"""``hermes-codex-runtime replay …``: list sessions, run, watch, cancel, resume, report.
+"""``hermes-codex-runtime replay …``: list sessions, run, watch, cancel, resume, report, gc.
 
 ``run`` prints the plan and asks before anything is written (``--yes`` skips the question; with
 no terminal to ask on, it refuses without ``--yes``). The run executes in its own runner process;
@@ -79,8 +79,18 @@ def add_parser(sub: Any) -> None:
     cancel.add_argument("--json", action="store_true")
     resume = rsub.add_parser("resume", help="continue an interrupted run")
     resume.add_argument("run_id")
+    resume.add_argument("--retry-interrupted", action="store_true",
+                        help="send every turn that came back interrupted again, each from the "
+                             "point before it (also in a completed run)")
     resume.add_argument("--json", action="store_true")
     resume.add_argument("--detach", action="store_true")
+    gc = rsub.add_parser("gc", help="remove finished runs and their working copies (never a "
+                                    "live one)")
+    gc.add_argument("--older-than", metavar="AGE",
+                    help="only runs that ended more than AGE ago (7d, 12h, 30m, 90s, 2w)")
+    gc.add_argument("--keep", type=int, metavar="N", help="keep the N newest finished runs")
+    gc.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    gc.add_argument("--json", action="store_true")
     rsub.add_parser("mcp", help="an MCP server on stdio (register it as your agent's MCP "
                     "server)")
     serve = rsub.add_parser("serve", help="a web controller on 127.0.0.1")
@@ -119,8 +129,10 @@ def main(args: argparse.Namespace, make_context: Callable[[str | None], ReplayCo
                       f"run {result['run_id']}: {result['status']}"
                       + (" (already)" if result.get("idempotent") else "") + "\n")
             return 0
+        if command == "gc":
+            return _gc(args, context, out)
         if command == "resume":
-            run = resume_run(context, args.run_id)
+            run = resume_run(context, args.run_id, retry_interrupted=args.retry_interrupted)
             spawn_runner(run)
             if args.detach:
                 out.write((json.dumps({"run_id": run.id, "status": "pending"}) if args.json
@@ -154,7 +166,7 @@ def _run(args: argparse.Namespace, context: ReplayContext, out: TextIO, err: Tex
                          budget_tokens=args.budget_tokens, network=args.network,
                          judge=args.judge)
     transcript, plan = prepare(context, request)
-    text = describe_plan(transcript, plan)
+    text = describe_plan(transcript, plan, runs_dir=context.runs_dir)
     if args.json:
         out.write(json.dumps({"event": "plan", "plan": plan.to_json(),
                               "source": transcript.ref}) + "\n")
@@ -182,11 +194,7 @@ def _run(args: argparse.Namespace, context: ReplayContext, out: TextIO, err: Tex
 
 
 def _progress_line(view: dict[str, Any]) -> str:
-    parts = []
-    for v in view["variants"]:
-        parts.append(f"{v['name']}: {v['status']} {v['turns_done']}/{v['turns_total']} turns, "
-                     f"{int(v['tokens'] or 0):,} tokens, {float(v['elapsed'] or 0):.1f} s")
-    return " | ".join(parts)
+    return " | ".join(_variant_line(v) for v in view["variants"])
 
 
 def _watch(context: ReplayContext, run_id: str, out: TextIO, *, as_json: bool) -> int:
@@ -216,13 +224,33 @@ def _watch(context: ReplayContext, run_id: str, out: TextIO, *, as_json: bool) -
     if as_json:
         out.write(json.dumps({"event": "finished", "run_id": run_id, "status": view["status"],
                               "error": view.get("error"), "report": view["report_html"],
+                              "rerun_interrupted": view["rerun_interrupted"],
                               "run_dir": view["run_dir"]}) + "\n")
     else:
         out.write(f"run {run_id} {view['status']}"
                   + (f": {view['error']}" if view.get("error") else "") + "\n")
         if view["report_html"]:
             out.write(f"report: {view['report_html']}\n")
+        out.write(_rerun_text(view))
     return 0 if view["status"] == "completed" else 1
+
+
+def _variant_line(v: dict[str, Any]) -> str:
+    flying = f" (turn {v['in_flight']} was in flight)" if v.get("in_flight") and v[
+        "status"] not in ("pending", "running") else ""
+    return (f"{v['name']}: {v['status']}, {v['turns_done']}/{v['turns_total']} turns{flying}, "
+            f"{int(v['tokens'] or 0):,} tokens, {float(v['elapsed'] or 0):.1f} s"
+            + (f", on {v['endpoint']}" if v.get("endpoint") else "")
+            + (f" — {v['error']}" if v.get("error") else ""))
+
+
+def _rerun_text(view: dict[str, Any]) -> str:
+    if not view.get("rerun_interrupted"):
+        return ""
+    turns = "; ".join(f"{v['name']} turn(s) {', '.join(map(str, v['interrupted_turns']))}"
+                      for v in view["variants"] if v["interrupted_turns"])
+    return (f"interrupted: {turns}; rerun just those turns with "
+            f"`{view['rerun_interrupted']}`\n")
 
 
 def _show(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
@@ -250,16 +278,30 @@ def _show(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
               + (f" — {view['error']}" if view.get("error") else "") + "\n")
     out.write(f"source: {(view.get('source') or {}).get('ref')}\n")
     for v in view["variants"]:
-        out.write(f"  {v['name']}: {v['status']}, {v['turns_done']}/{v['turns_total']} turns, "
-                  f"{int(v['tokens'] or 0):,} tokens, {float(v['elapsed'] or 0):.1f} s"
-                  + (f" — {v['error']}" if v.get("error") else "") + "\n")
+        out.write(f"  {_variant_line(v)}\n")
     if view["report_html"]:
         out.write(f"report: {view['report_html']}\n")
     if view["status"] == "interrupted":
         out.write(f"continue it with `hermes-codex-runtime replay resume {view['run_id']}`\n")
+    out.write(_rerun_text(view))
     tail = view["log_tail"].splitlines()[-15:]
     if tail:
         out.write("log:\n" + "".join(f"  {line}\n" for line in tail))
+    return 0
+
+
+def _gc(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
+    from hermes_codex_runtime.replay.cleanup import collect, describe, parse_age
+
+    try:
+        older = parse_age(args.older_than) if args.older_than is not None else None
+        done = collect(context.store, older_than=older, keep=args.keep, dry_run=args.dry_run)
+    except StoreError:
+        raise
+    except ValueError as exc:  # a bad age or count
+        raise ReplayError(str(exc)) from exc
+    out.write(json.dumps(done.to_json(), indent=2) + "\n" if args.json else
+              describe(done) + "\n")
     return 0
 
 

@@ -23,7 +23,9 @@ from typing import Any
 
 import psutil
 
-from hermes_codex_runtime.replay.plan import Plan, Variant, parse_turns
+from hermes_codex_runtime.pool import Placement
+from hermes_codex_runtime.replay.plan import Plan, Variant, parse_turns, placement_json
+from hermes_codex_runtime.replay.records import DONE, rerun_hint
 from hermes_codex_runtime.replay.sources import SessionSource, SourceError, Transcript
 from hermes_codex_runtime.replay.store import (
     ACTIVE,
@@ -62,6 +64,9 @@ class ReplayContext:
     default_model: str | None = None
     turn_timeout: float = 600.0
     registry_path: str | None = None
+    #: Where the host's sessions run (its app-server placement, with the endpoints' auth);
+    #: ``None``: a shared local app-server.
+    app_server: Placement | None = None
     prices: dict[str, Any] = field(default_factory=dict)
     controller_port: int = 43118
     controller_idle_timeout: float = 3600.0
@@ -140,11 +145,13 @@ def prepare(context: ReplayContext, request: RunRequest) -> tuple[Transcript, Pl
                 parallel=request.parallel, budget_tokens=request.budget_tokens,
                 network=request.network, judge=request.judge, codex_bin=context.codex_bin,
                 codex_home=context.codex_home, model_provider=context.model_provider,
-                turn_timeout=context.turn_timeout, registry_path=context.registry_path)
+                turn_timeout=context.turn_timeout, registry_path=context.registry_path,
+                app_server=placement_json(context.app_server))
     return transcript, plan
 
 
-def describe_plan(transcript: Transcript, plan: Plan, run_dir: Path | None = None) -> str:
+def describe_plan(transcript: Transcript, plan: Plan, run_dir: Path | None = None,
+                  runs_dir: Path | None = None) -> str:
     """The plan as a person reads it before saying yes."""
     lines = [f"source:    {transcript.kind} {transcript.ref}"
              + (f" — {transcript.title}" if transcript.title else ""),
@@ -157,7 +164,8 @@ def describe_plan(transcript: Transcript, plan: Plan, run_dir: Path | None = Non
                  f"approvals never asked; sandbox workspace-write"
                  + (f"; budget {plan.budget_tokens} tokens per variant"
                     if plan.budget_tokens else ""))
-    where = run_dir or Path("$HERMES_HOME/codex-runtime/replays/<run-id>")
+    lines.append(f"codex:     {plan.describe_placement()} (where your sessions run)")
+    where = run_dir or (runs_dir or Path("<runs directory>")) / "<run-id>"
     if plan.judge:
         lines.append(f"review:    a blind review of each variant against the original by "
                      f"{plan.judge}")
@@ -265,24 +273,56 @@ def _in_group(proc: psutil.Process, pgid: int) -> bool:
         return False
 
 
-def resume_run(context: ReplayContext, run_id: Any) -> Run:
-    """Continue an ``interrupted`` (or ``failed``) run from its last saved turns."""
+def interrupted_turns(run: Run, state: dict[str, Any]) -> dict[str, list[int]]:
+    """Per variant, the turns that came back ``interrupted`` (saved so, or in flight when the
+    runner stopped and never saved)."""
+    found: dict[str, list[int]] = {}
+    for name, vstate in (state.get("variants") or {}).items():
+        try:
+            records = {int(r["index"]): r for r in run.turns(name)}
+        except (StoreError, KeyError, TypeError, ValueError):
+            continue
+        turns = {i for i, r in records.items() if r.get("status") == "interrupted"}
+        flying = vstate.get("in_flight")
+        if isinstance(flying, int) and (records.get(flying) or {}).get("status") not in DONE:
+            turns.add(flying)
+        if turns:
+            found[name] = sorted(turns)
+    return found
+
+
+def resume_run(context: ReplayContext, run_id: Any, *,
+               retry_interrupted: bool = False) -> Run:
+    """Continue an ``interrupted`` (or ``failed``) run from its last saved turns. With
+    ``retry_interrupted`` every turn that came back interrupted is sent again (on a fork of its
+    thread at the turn before it) — in a ``completed`` run too."""
     reconcile(context)
     run, state = _open(context, run_id)
     status = state.get("status")
-    if status in ("completed", "cancelled"):
-        raise ReplayError(f"run {run.id} is {status}; start a new run instead")
+    reruns = interrupted_turns(run, state) if retry_interrupted else {}
+    if status == "cancelled":
+        raise ReplayError(f"run {run.id} is cancelled; start a new run instead")
+    if status == "completed" and not reruns:
+        interrupted = interrupted_turns(run, state)
+        raise ReplayError(f"run {run.id} is completed; start a new run instead" + (
+            f" (its interrupted turns rerun with `{rerun_hint(run.id)}`)" if interrupted
+            and not retry_interrupted else ""))
     if status in ACTIVE and alive(state.get("runner")):
         raise ReplayError(f"run {run.id} is still running (pid {state['runner']['pid']})")
 
     def reopen(s: dict[str, Any]) -> None:
         s.update(status="pending", resumed_at=time.time(), runner=None, error=None,
                  resumes=int(s.get("resumes") or 0) + 1)
-        for variant in (s.get("variants") or {}).values():
-            if variant.get("status") == "failed":
+        for name, variant in (s.get("variants") or {}).items():
+            if variant.get("status") in ("failed", "interrupted"):
                 variant.update(status="pending", error=None)
-    run.update(reopen, reopen=True)
-    run.log("controller", f"resuming (was {status})")
+            if name in reruns:
+                variant.update(status="pending", error=None, in_flight=None,
+                               rerun=sorted({*(variant.get("rerun") or []), *reruns[name]}))
+    run.update(reopen, reopen=("failed", "completed") if reruns else ("failed",))
+    run.log("controller", f"resuming (was {status})" + (
+        "; rerunning " + "; ".join(f"{name} turn(s) {', '.join(map(str, turns))}"
+                                   for name, turns in reruns.items()) if reruns else ""))
     return run
 
 
@@ -293,17 +333,22 @@ def run_view(context: ReplayContext, run_id: Any) -> dict[str, Any]:
     plan = state.get("plan") or {}
     prompts = 1 if plan.get("mode") == "single-prompt" else len(plan.get("turns") or [])
     variants = []
+    interrupted = interrupted_turns(run, state) if state.get("status") not in ACTIVE else {}
     for name, vstate in (state.get("variants") or {}).items():
         variants.append({"name": name, "status": vstate.get("status"),
                          "model": vstate.get("model"), "turns_done": vstate.get("turns_done", 0),
                          "turns_total": prompts, "tokens": (vstate.get("tokens") or {}).get(
                              "total", 0), "elapsed": vstate.get("elapsed", 0.0),
                          "attempt": vstate.get("attempt", 0), "error": vstate.get("error"),
-                         "in_flight": vstate.get("in_flight")})
+                         "in_flight": vstate.get("in_flight"),
+                         "endpoint": vstate.get("endpoint"),
+                         "interrupted_turns": interrupted.get(name, [])})
     report = run.dir / "report.html"
+    rerun = rerun_hint(run.id) if interrupted and state.get("status") != "cancelled" else None
     return {"run_id": run.id, "status": state.get("status"), "source": state.get("source"),
             "created_at": state.get("created_at"), "error": state.get("error"),
             "controller": state.get("controller"), "variants": variants,
+            "rerun_interrupted": rerun,
             "report_html": str(report) if report.is_file() else None,
             "run_dir": str(run.dir), "log_tail": run.log_tail()}
 

@@ -16,9 +16,10 @@ Security model (the seed's, kept):
   read the file can tell this server from an impostor on the same port.
 * **Idle exit**: after the idle timeout (default 3600 s) without a page
   heartbeat or API call it exits and removes its runtime file — but never while one of its own
-  runs is still going.
-* **Runs are owned** by the controller that started them: it lists only its own and refuses to
-  cancel another's.
+  runs is still going, and the idle clock starts again when that run ends, so a page opened
+  right after it finished still finds the controller.
+* **Runs are owned** by the controller that started them: it lists, shows, reports and cancels
+  only its own (:class:`~.tools.ReplayTools` with ``own_runs_only``).
 * The page is static files (no inline script), served with a strict Content-Security-Policy.
 """
 
@@ -85,6 +86,9 @@ class Controller:
         self.server = self._bind(port)
         self.port = int(self.server.server_address[1])
         self._stopped = threading.Event()
+        #: This controller's runs that were going when it started (a restarted controller of
+        #: the same session waits for them too).
+        self._watched = self._own_live_runs()
 
     def _bind(self, port: int) -> ThreadingHTTPServer:
         handler = _handler_for(self)
@@ -109,16 +113,30 @@ class Controller:
         """Reset the idle clock (a heartbeat or an API call)."""
         self.last_activity = time.monotonic()
 
-    def owns_live_run(self) -> bool:
-        """Whether a run of this controller is still going (then it never exits on idle)."""
+    def _own_live_runs(self) -> set[str]:
+        """The ids of this controller's runs that are still going (a scan of every run)."""
+        found = set()
         for run in self.context.store.runs():
             try:
                 state = run.state()
             except StoreError:
                 continue
-            if state.get("controller") == self.session_id and state.get("status") in ACTIVE \
-                    and (state.get("runner") is None or alive(state.get("runner"))):
+            if state.get("controller") == self.session_id and _live(state):
+                found.add(run.id)
+        return found
+
+    def owns_live_run(self) -> bool:
+        """Whether a run of this controller is still going (then it never exits on idle).
+        Only the runs it had going when it started and the ones it started since are read."""
+        for run_id in sorted(self._watched | self.tools.started):
+            try:
+                state = self.context.store.run(run_id).state()
+            except StoreError:
+                state = {}
+            if _live(state):
                 return True
+            self._watched.discard(run_id)
+            self.tools.started.discard(run_id)
         return False
 
     def serve(self) -> int:
@@ -150,9 +168,10 @@ class Controller:
     def _idle_watch(self) -> None:
         tick = min(1.0, max(0.05, self.idle_timeout / 10))
         while not self._stopped.wait(tick):
-            if time.monotonic() - self.last_activity < self.idle_timeout:
-                continue
             if self.owns_live_run():
+                self.touch()  # the idle clock starts again when its own run ends
+                continue
+            if time.monotonic() - self.last_activity < self.idle_timeout:
                 continue
             self.server.shutdown()
             return
@@ -173,6 +192,12 @@ class Controller:
                 "run_root": str(self.context.store.root),
                 "heartbeat_interval_seconds": HEARTBEAT_INTERVAL,
                 "recent_runs": self.tools.recent_runs()}
+
+
+def _live(state: dict[str, Any]) -> bool:
+    """Whether a run's state says it is still going (its runner alive, or not started yet)."""
+    return state.get("status") in ACTIVE and (state.get("runner") is None
+                                              or alive(state.get("runner")))
 
 
 def _static(name: str) -> bytes:

@@ -12,6 +12,16 @@ that reached codex before the crash is recovered from codex's own record of the 
 Retries: a variant whose turn fails for a retryable reason (rate limit, overload, service, the
 app-server gone) starts over in a fresh working copy on a fresh thread, at most
 :data:`RETRY_LIMIT` times; the failed attempt's copy and records are archived beside it.
+
+Reruns (``resume --retry-interrupted``): a turn that came back ``interrupted`` is sent again on
+a fork of its thread through the turn before it (``thread/fork``), so it sees exactly the
+history it saw the first time. When no later turn was replayed yet the fork becomes the
+variant's thread and the run continues on it; otherwise the turn is rerun alone and the variant
+keeps its thread.
+
+Variants run where the host's sessions run (the plan's placement: a shared local app-server,
+a process each, or the host's remote endpoints with their auth); a thread stored on an endpoint
+is resumed there.
 """
 
 from __future__ import annotations
@@ -21,14 +31,20 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.pool import ServerPool
-from hermes_codex_runtime.protocol import Failure, FailureKind
 from hermes_codex_runtime.replay.plan import Plan, Variant
+from hermes_codex_runtime.replay.records import (
+    DONE,
+    recovered_record,
+    retryable,
+    thread_turns,
+    turn_record,
+)
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run, RunClosed, StoreError
 from hermes_codex_runtime.replay.workspace import (
@@ -37,71 +53,18 @@ from hermes_codex_runtime.replay.workspace import (
     create_copy,
 )
 from hermes_codex_runtime.session import CodexSession
-from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.values import CodexEvent, SessionSettings
 from hermes_codex_runtime.wire import WireError
+
+__all__ = ["INSTRUCTIONS", "RETRY_LIMIT", "Cancelled", "Runner", "retryable"]
 
 log = logging.getLogger(__name__)
 
 RETRY_LIMIT = 3
-DONE = ("completed", "interrupted")  # a saved turn with this status is never sent again
 INSTRUCTIONS = (
     "You are replaying a recorded session: each user message below is one the user sent in the "
     "original session, in order. Work in the current directory as you would have then. Nobody "
     "is watching: do not ask for approval or clarification; do the task as well as you can.")
-
-
-def retryable(failure: Failure | None) -> bool:
-    """Whether a failed turn is worth a fresh attempt: what may pass without any change (rate
-    limit, overload, the provider's service) and a lost app-server. A bad request, a login, a
-    policy refusal or a timeout would only fail again."""
-    return failure is not None and (failure.retryable or failure.kind is FailureKind.TRANSPORT)
-
-
-def tool_calls_of(result: TurnResult) -> list[dict[str, str]]:
-    """``[{name, arguments}]`` of the tools codex ran in a turn."""
-    calls = []
-    for message in result.messages:
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            if function.get("name"):
-                arguments = function.get("arguments")
-                calls.append({"name": str(function["name"]),
-                              "arguments": str(arguments)[:2000] if arguments else ""})
-    return calls
-
-
-def usage_of(result: TurnResult) -> dict[str, int]:
-    """The five token buckets of a turn (input split once: ordinary + cache read + cache
-    write), plus ``total``."""
-    turn = result.usage.turn if result.usage else None
-    if turn is None:
-        return {"input": 0, "cache_read": 0, "cache_write": 0, "output": 0, "reasoning": 0,
-                "total": 0}
-    return {"input": turn.uncached_input_tokens, "cache_read": turn.cached_tokens,
-            "cache_write": turn.cache_write_tokens, "output": turn.output_tokens,
-            "reasoning": turn.reasoning_tokens, "total": turn.total_tokens}
-
-
-def _thread_turns(thread: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """codex's turns of a thread that carry a user message: ``[{user, text, status, id}]``."""
-    out = []
-    for turn in thread.get("turns") or []:
-        if not isinstance(turn, Mapping):
-            continue
-        user, answer = None, ""
-        for item in turn.get("items") or []:
-            if not isinstance(item, Mapping):
-                continue
-            if item.get("type") == "userMessage":
-                parts = [str(c.get("text") or "") for c in item.get("content") or []
-                         if isinstance(c, Mapping) and c.get("type") == "text"]
-                user = "\n".join(parts)
-            elif item.get("type") == "agentMessage" and item.get("text"):
-                answer = str(item["text"])
-        if user is not None:
-            out.append({"user": user, "text": answer, "status": turn.get("status"),
-                        "id": turn.get("id")})
-    return out
 
 
 class Cancelled(Exception):
@@ -130,7 +93,7 @@ class Runner:
         """Run every unfinished variant; returns the run's final status."""
         try:
             self.run.update(lambda s: s.update(status="running", started_at=s.get(
-                "started_at") or time.time()), reopen=True)
+                "started_at") or time.time()), reopen=("failed",))
         except RunClosed:
             return str(self.run.state().get("status"))
         self.run.log("controller", f"running {len(self.plan.variants)} variant(s) × "
@@ -141,10 +104,7 @@ class Runner:
                 outcomes = list(pool.map(self._variant_guarded, self.plan.variants))
             if self.plan.judge and not self._stop.is_set():
                 self._judge([name for name, status in outcomes if status == "completed"])
-            pids = {v.get("app_server_pid") for v in (self.run.state().get("variants") or {})
-                    .values() if v.get("app_server_pid")}
-            self.run.log("controller", f"{len(pids)} codex app-server process(es) for "
-                                       f"{len(self.plan.variants)} variant(s)")
+            self.run.log("controller", self._where())
         finally:
             self.close()
         if self._stop.is_set():
@@ -159,6 +119,17 @@ class Runner:
         else:  # a cancel landed first: the report says so
             self._write_report(None)
         return str(self.run.state().get("status"))
+
+    def _where(self) -> str:
+        """Where the variants ran, in one line of the log."""
+        variants = list((self.run.state().get("variants") or {}).values())
+        pids = {v.get("app_server_pid") for v in variants if v.get("app_server_pid")}
+        endpoints = sorted({str(v["endpoint"]) for v in variants if v.get("endpoint")})
+        where = ([f"{len(pids)} codex app-server process(es)"] if pids else []) + (
+            [f"{len(endpoints)} remote codex app-server(s) ({', '.join(endpoints)})"]
+            if endpoints else [])
+        return f"{' and '.join(where) or 'no codex app-server'} for " \
+               f"{len(self.plan.variants)} variant(s)"
 
     def _write_report(self, status: str | None) -> None:
         from hermes_codex_runtime.replay.report import write_report
@@ -266,8 +237,9 @@ class Runner:
             attempt += 1
             self.run.log(variant.name, f"starting retry {attempt} of {RETRY_LIMIT} in a fresh "
                                        f"working copy ({failure})")
-            self._set_variant(variant.name, attempt=attempt, thread_id=None, turns_done=0,
-                              in_flight=None, tokens=None, error=None, status="running")
+            self._set_variant(variant.name, attempt=attempt, thread_id=None, endpoint=None,
+                              turns_done=0, in_flight=None, rerun=[], tokens=None, error=None,
+                              status="running")
 
     def _archive(self, variant: Variant, attempt: int) -> None:
         label = f"{variant.name}-attempt-{attempt + 1}-failed"
@@ -294,12 +266,27 @@ class Runner:
             approval_policy="never", approvals_reviewer="user", sandbox="workspace-write",
             config_overrides={"sandbox_workspace_write": {"network_access": plan.network}},
             turn_timeout=plan.turn_timeout, registry_path=plan.registry_path,
-            client_version="replay")
+            app_server=plan.placement(), client_version="replay")
 
-    def _seed(self, variant: Variant) -> Callable[[], str | None]:
-        """A fresh thread (its rollout is gone) gets the turns replayed so far as context."""
+    def _session(self, variant: Variant, workdir: Path, *, thread_id: str | None = None,
+                 endpoint: str | None = None,
+                 fork_from: tuple[str, str | None] | None = None) -> CodexSession:
+        return CodexSession(self._settings(workdir, variant), developer_instructions=INSTRUCTIONS,
+                            stored_thread_id=thread_id, stored_endpoint=endpoint,
+                            fork_from=fork_from, pool=self.pool,
+                            on_event=lambda event: self._event(variant.name, event))
+
+    def _records(self, name: str) -> dict[int, dict[str, Any]]:
+        return {int(r["index"]): r for r in self.run.turns(name)}
+
+    def _seed(self, variant: Variant, index: int) -> Callable[[], str | None]:
+        """A fresh thread (its rollout is gone) gets the turns replayed before ``index`` as
+        context."""
+        order = [i for i, _ in self.prompts]
+        before = set(order[:order.index(index)])
+
         def seed() -> str | None:
-            records = self.run.turns(variant.name)
+            records = [r for r in self.run.turns(variant.name) if int(r["index"]) in before]
             if not records:
                 return None
             lines = ["Earlier in this replay (the thread had to start again):"]
@@ -318,23 +305,25 @@ class Runner:
             self.run.log(variant.name, f"failed: {exc}")
             return "failed", str(exc)
         state = self._vstate(variant.name)
-        session = CodexSession(self._settings(workdir, variant),
-                               developer_instructions=INSTRUCTIONS,
-                               stored_thread_id=state.get("thread_id"), pool=self.pool,
-                               on_event=lambda event: self._event(variant.name, event))
+        session = self._session(variant, workdir, thread_id=state.get("thread_id"),
+                                endpoint=state.get("endpoint"))
         with self._lock:
             self._sessions[variant.name] = session
         self._set_variant(variant.name, status="running", attempt=attempt,
                           workspace=str(workdir.relative_to(self.run.dir)), error=None)
         try:
-            return self._turns(variant, session)
+            return self._turns(variant, workdir)
         finally:
             with self._lock:
-                self._sessions.pop(variant.name, None)
+                current = self._sessions.pop(variant.name, None)
             session.close()
+            if current is not None:
+                current.close()
 
-    def _turns(self, variant: Variant, session: CodexSession) -> tuple[str, str | None]:
-        done = {int(r["index"]) for r in self.run.turns(variant.name) if r.get("status") in DONE}
+    def _turns(self, variant: Variant, workdir: Path) -> tuple[str, str | None]:
+        rerun = {int(i) for i in self._vstate(variant.name).get("rerun") or []}
+        done = {i for i, r in self._records(variant.name).items()
+                if r.get("status") in DONE and i not in rerun}
         tokens = self._vstate(variant.name).get("tokens") or {}
         for index, prompt in self.prompts:
             if index in done:
@@ -347,57 +336,111 @@ class Runner:
                                   error=f"token budget {budget} reached")
                 self.run.log(variant.name, f"stopped: token budget {budget} reached")
                 return "stopped", None
-            state = self._vstate(variant.name)
-            record = None
-            if state.get("in_flight") == index and state.get("thread_id"):
-                record = self._recover(variant, session, index, prompt)
-            if record is None:
-                self._set_variant(variant.name, in_flight=index)
-                self.run.log(variant.name, f"turn {index}: sending")
-                started_at = time.time()
-                result = session.run_turn(prompt, history_seed=self._seed(variant))
-                finished_at = time.time()
-                if result.thread_id:
-                    conn = session.connection
-                    self._set_variant(variant.name, thread_id=result.thread_id,
-                                      model=result.model or session.model,
-                                      app_server_pid=conn.pid if conn is not None else None)
-                record = self._record(index, prompt, result, started_at, finished_at)
-                if not result.ok:
-                    if self._stop.is_set():
-                        raise Cancelled
-                    failure = result.failure
-                    text = result.error or "the turn failed"
-                    if retryable(failure):
-                        self.run.save_turn(variant.name, record)
-                        self.run.log(variant.name, f"turn {index}: {text}")
-                        return "retry", text
-                    self.run.save_turn(variant.name, record)
-                    self._set_variant(variant.name, status="failed", error=text, in_flight=None)
-                    self.run.log(variant.name, f"turn {index} failed: {text}")
-                    return "failed", text
+            alone = False
+            if index in rerun:
+                session, alone = self._rerun_session(variant, workdir, index, done)
+            else:
+                with self._lock:
+                    session = self._sessions[variant.name]
+            try:
+                record, outcome = self._turn(variant, session, index, prompt,
+                                             rerun=index in rerun, alone=alone)
+            finally:
+                if alone:
+                    with self._lock:
+                        self._sessions.pop(f"{variant.name}/rerun", None)
+                    session.close()
+            if outcome is not None:
+                return outcome
+            done.add(index)
             self.run.save_turn(variant.name, record)
             tokens = {k: int(tokens.get(k, 0)) + int(v) for k, v in record["usage"].items()}
-            self._set_variant(variant.name, in_flight=None, tokens=tokens,
-                              turns_done=sum(r.get("status") in DONE
-                                             for r in self.run.turns(variant.name)),
+            records = self.run.turns(variant.name)
+            rerun.discard(index)
+            self._set_variant(variant.name, in_flight=None, tokens=tokens, rerun=sorted(rerun),
+                              turns_done=sum(r.get("status") in DONE for r in records),
                               elapsed=round(sum(float(r.get("elapsed") or 0)
-                                                for r in self.run.turns(variant.name)), 3))
+                                                for r in records), 3))
             self.run.log(variant.name, f"turn {index}: {record['status']} in "
                                        f"{record['elapsed']:.1f} s, {tokens.get('total', 0)} "
                                        f"tokens so far")
         self._set_variant(variant.name, status="completed")
         return "completed", None
 
+    def _turn(self, variant: Variant, session: CodexSession, index: int, prompt: str, *,
+              rerun: bool, alone: bool) -> tuple[dict[str, Any], tuple[str, str | None] | None]:
+        """Send (or recover) one turn: its record, and the variant's outcome when the turn
+        ends the attempt (``("failed"|"retry", text)``)."""
+        state = self._vstate(variant.name)
+        if not rerun and state.get("in_flight") == index and state.get("thread_id"):
+            recovered = self._recover(variant, session, index, prompt)
+            if recovered is not None:
+                return recovered, None
+        self._set_variant(variant.name, in_flight=index)
+        self.run.log(variant.name, f"turn {index}: " + ("sending it again" if rerun else
+                                                         "sending"))
+        started_at = time.time()
+        result = session.run_turn(prompt, history_seed=self._seed(variant, index))
+        finished_at = time.time()
+        if result.thread_id and not alone:
+            conn = session.connection
+            self._set_variant(variant.name, thread_id=result.thread_id,
+                              model=result.model or session.model, endpoint=result.endpoint,
+                              app_server_pid=conn.pid if conn is not None else None)
+        record = turn_record(index, prompt, result, started_at, finished_at)
+        if rerun:
+            earlier = self._records(variant.name).get(index) or {}
+            record["rerun"] = {"alone": alone, "thread_origin": result.thread_origin,
+                               "was": {k: earlier.get(k) for k in (
+                                   "status", "error", "final_text", "thread_id", "turn_id")}
+                               if earlier else {"status": "interrupted", "error": "in flight "
+                                                "when the runner stopped"}}
+        if result.ok:
+            return record, None
+        if self._stop.is_set():
+            raise Cancelled
+        text = result.error or "the turn failed"
+        self.run.save_turn(variant.name, record)
+        if retryable(result.failure):
+            self.run.log(variant.name, f"turn {index}: {text}")
+            return record, ("retry", text)
+        self._set_variant(variant.name, status="failed", error=text, in_flight=None)
+        self.run.log(variant.name, f"turn {index} failed: {text}")
+        return record, ("failed", text)
+
+    def _rerun_session(self, variant: Variant, workdir: Path, index: int,
+                       done: set[int]) -> tuple[CodexSession, bool]:
+        """The session a turn is rerun on — a fork of its thread through the turn before it —
+        and whether it runs alone (later turns were replayed already: the variant keeps its
+        thread) or becomes the variant's session."""
+        order = [i for i, _ in self.prompts]
+        position = order.index(index)
+        previous = self._records(variant.name).get(order[position - 1]) if position else None
+        alone = any(i in done for i in order[position + 1:])
+        fork = (str(previous["thread_id"]), str(previous["turn_id"])) if previous and \
+            previous.get("thread_id") and previous.get("turn_id") else None
+        session = self._session(variant, workdir, fork_from=fork,
+                                endpoint=self._vstate(variant.name).get("endpoint"))
+        with self._lock:
+            replaced = None if alone else self._sessions.get(variant.name)
+            self._sessions[f"{variant.name}/rerun" if alone else variant.name] = session
+        if replaced is not None:
+            replaced.close()
+        self.run.log(variant.name, f"turn {index}: rerun " + ("alone" if alone else "and the "
+                     "turns after it") + (f" on a fork of thread {fork[0]} through turn "
+                                          f"{order[position - 1]}" if fork else
+                                          " on a fresh thread"))
+        return session, alone
+
     def _recover(self, variant: Variant, session: CodexSession, index: int,
                  prompt: str) -> dict[str, Any] | None:
         """The record of a turn that was in flight when the runner died, from codex's own
         history of the thread — or ``None`` when codex never got it (then it is sent)."""
         try:
-            session.ensure_started(self._seed(variant))
+            session.ensure_started(self._seed(variant, index))
             if session.thread_origin != "resumed":
                 return None
-            history = _thread_turns(session.read_thread())
+            history = thread_turns(session.read_thread())
         except (WireError, ValueError) as exc:
             self.run.log(variant.name, f"turn {index}: cannot read the thread back ({exc}); "
                                        "sending it")
@@ -406,27 +449,10 @@ class Runner:
         if len(history) <= saved or history[saved]["user"].strip() != prompt.strip():
             return None
         found = history[saved]
-        status = {"completed": "completed"}.get(str(found["status"]), "interrupted")
         self.run.log(variant.name, f"turn {index}: codex already had it ({found['status']}); "
                                    "recovered from the thread instead of sending it again")
-        return {"index": index, "user_text": prompt, "status": status,
-                "final_text": found["text"], "tool_calls": [], "usage": usage_of(TurnResult()),
-                "elapsed": 0.0, "turn_id": found["id"], "thread_id": session.thread_id,
-                "model": session.model, "error": None if status == "completed" else
-                "the runner stopped during this turn; recovered from codex's thread history",
-                "recovered": True, "started_at": None, "finished_at": time.time()}
-
-    def _record(self, index: int, prompt: str, result: TurnResult, started_at: float,
-                finished_at: float) -> dict[str, Any]:
-        status = "completed" if result.ok else ("interrupted" if result.interrupted else
-                                                "timed_out" if result.timed_out else "failed")
-        return {"index": index, "user_text": prompt, "status": status,
-                "final_text": result.final_text, "tool_calls": tool_calls_of(result),
-                "usage": usage_of(result), "elapsed": round(finished_at - started_at, 3),
-                "turn_id": result.turn_id, "thread_id": result.thread_id,
-                "model": result.model, "error": result.error,
-                "failure": result.failure.kind.value if result.failure else None,
-                "recovered": False, "started_at": started_at, "finished_at": finished_at}
+        return recovered_record(index, prompt, found, thread_id=session.thread_id,
+                                model=session.model)
 
     def _event(self, variant: str, event: CodexEvent) -> None:
         if event.kind == "tool_started" and event.tool is not None:

@@ -1,16 +1,19 @@
 """What a replay run is, fixed when it is created: the variants, the turns, the baseline.
 
 Owns :class:`Plan` (stored as ``state["plan"]``), :class:`Variant`, the ``--turns`` syntax
-(:func:`parse_turns`) and what each variant's working copy changed (:func:`variant_changes`).
+(:func:`parse_turns`), where the variants run (the host's placement, stored as plain data:
+:func:`placement_json`) and what each variant's working copy changed (:func:`variant_changes`).
 The engine runs a plan; the report shows one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hermes_codex_runtime.pool import EndpointSpec, Placement, PoolLimits
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run
 from hermes_codex_runtime.replay.workspace import Baseline, WorkspaceError, changes
@@ -47,6 +50,23 @@ class Plan:
     model_provider: str | None = None
     turn_timeout: float = 600.0
     registry_path: str | None = None
+    #: Where the host's sessions run (:func:`placement_json`); ``None``: a shared local
+    #: app-server.
+    app_server: dict[str, Any] | None = None
+
+    def placement(self) -> Placement | None:
+        """The placement the variants' sessions get."""
+        return placement_from_json(self.app_server)
+
+    def describe_placement(self) -> str:
+        """Where the variants run, for the plan."""
+        placement = self.placement()
+        if placement is None or placement.mode == "shared":
+            return "one shared local codex app-server"
+        if placement.mode == "per-session":
+            return "a local codex app-server per variant"
+        return "the remote codex app-server(s) " + ", ".join(
+            spec.url for spec in placement.endpoints)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready copy."""
@@ -69,6 +89,27 @@ class Plan:
         if self.mode == "single-prompt":
             return [(1, "\n\n".join(t.user_text for t in chosen))]
         return [(t.index, t.user_text) for t in chosen]
+
+
+def placement_json(placement: Placement | None) -> dict[str, Any] | None:
+    """A placement as plain data for the plan (token files by path, never their tokens)."""
+    if placement is None:
+        return None
+    return {"mode": placement.mode, "endpoints": [asdict(e) for e in placement.endpoints],
+            "limits": asdict(placement.limits)}
+
+
+def placement_from_json(data: Mapping[str, Any] | None) -> Placement | None:
+    """The inverse of :func:`placement_json`."""
+    if not data:
+        return None
+    fields = {f.name for f in dataclasses.fields(PoolLimits)}
+    limits = PoolLimits(**{k: v for k, v in dict(data.get("limits") or {}).items()
+                           if k in fields})
+    endpoints = tuple(EndpointSpec(**{k: v for k, v in dict(e).items()
+                                      if k in ("url", "token_file", "token_env")})
+                      for e in data.get("endpoints") or [])
+    return Placement(str(data.get("mode") or "shared"), endpoints=endpoints, limits=limits)
 
 
 def parse_turns(spec: str | None, count: int) -> list[int]:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_codex_runtime.replay.plan import Plan, variant_changes
+from hermes_codex_runtime.replay.records import rerun_hint
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run
 
@@ -128,6 +129,19 @@ def limitations(transcript: Transcript, plan: Mapping[str, Any],
     if any(t.get("recovered") for v in variants for t in v.get("turns") or []):
         notes.append("Some turns were recovered from codex's thread after the runner stopped "
                      "mid-turn; their token counts are not known.")
+    for v in variants:
+        for t in v.get("turns") or []:
+            rerun = t.get("rerun")
+            if isinstance(rerun, Mapping) and rerun.get("alone"):
+                notes.append(f"Turn {t['index']} of {v['name']} was rerun alone after it came "
+                             "back interrupted: on a fork of its thread at the turn before it "
+                             "(the history it saw first), but in the working copy as the turns "
+                             "after it had left it; those turns had seen the interrupted "
+                             "attempt.")
+            elif isinstance(rerun, Mapping):
+                notes.append(f"Turn {t['index']} of {v['name']} was sent again after it came "
+                             "back interrupted, on a fork of its thread at the turn before it; "
+                             "the turns after it continued on that fork.")
     if transcript.usage:
         notes.append(f"The original's tokens are the whole session's as {recorder} recorded "
                      "them, counted by another runtime; compare totals, not turns.")
@@ -184,7 +198,9 @@ def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
                 "replay_text": replay_text, "tool_calls": record.get("tool_calls") or [],
                 "status": record.get("status"), "error": record.get("error"),
                 "elapsed": record.get("elapsed"), "usage": record.get("usage") or {},
-                "recovered": bool(record.get("recovered")),
+                "recovered": bool(record.get("recovered")), "rerun": record.get("rerun"),
+                "rerun_command": rerun_hint(run.id) if record.get("status") == "interrupted"
+                and state.get("status") != "cancelled" else None,
                 "diff": text_diff(original_text, replay_text),
                 "similarity": similarity(original_text, replay_text)})
         model = vstate.get("model") or variant.model
@@ -192,6 +208,7 @@ def build_report(run: Run, status: str | None = None) -> dict[str, Any]:
             "name": variant.name, "model": model, "requested_model": variant.model,
             "effort": variant.effort, "status": vstate.get("status", "pending"),
             "error": vstate.get("error"), "thread_id": vstate.get("thread_id"),
+            "endpoint": vstate.get("endpoint"),
             "attempts": int(vstate.get("attempt") or 0) + 1,
             "elapsed": round(sum(float(t.get("elapsed") or 0) for t in turns), 3),
             "usage": usage, "cost": estimate_cost(usage, prices, model),
@@ -332,7 +349,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         out.append(f"<div class=\"card\"><h3>{_e(v['name'])} <span class=\"status "
                    f"{_e(v.get('status'))}\">{_e(v.get('status'))}</span></h3>"
                    f"<div>model {_e(v.get('model') or '(codex default)')}"
-                   f"{' · effort ' + _e(v['effort']) if v.get('effort') else ''}</div>"
+                   f"{' · effort ' + _e(v['effort']) if v.get('effort') else ''}"
+                   f"{' · on ' + _e(v['endpoint']) if v.get('endpoint') else ''}</div>"
                    f"<div class=\"muted\">{done} of {len(v.get('turns') or [])} turns · "
                    f"{float(v.get('elapsed') or 0):.1f} s · "
                    f"{_num((v.get('usage') or {}).get('total'))} tokens · cost "
@@ -376,8 +394,12 @@ def render_html(report: Mapping[str, Any]) -> str:
                        f"{float(turn.get('elapsed') or 0):.1f} s · "
                        f"{_num((turn.get('usage') or {}).get('total'))} tokens · similarity "
                        f"{float(turn.get('similarity') or 0):.0%}"
-                       f"{' · recovered' if turn.get('recovered') else ''}</div>"
+                       f"{' · recovered' if turn.get('recovered') else ''}"
+                       f"{' · sent again' if turn.get('rerun') else ''}</div>"
                        f"{'<div>' + _e(turn['error']) + '</div>' if turn.get('error') else ''}"
+                       + (f"<div class=\"rerun\">Rerun just this turn: <code>"
+                          f"{_e(turn['rerun_command'])}</code></div>"
+                          if turn.get("rerun_command") else "") +
                        f"<details><summary>diff against the original</summary>"
                        f"{_diff_html(str(turn.get('diff') or ''))}</details></div>")
         out.append("</div></section>")

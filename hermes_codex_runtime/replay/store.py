@@ -12,7 +12,10 @@ Layout::
 
 States: ``pending`` → ``running`` → ``completed`` | ``failed`` | ``cancelled`` (terminal: they
 stick — an update after them raises :class:`RunClosed`), and ``interrupted`` for a run whose
-runner died (found by :func:`reconcile`; ``replay resume`` continues it).
+runner died (found by :func:`reconcile`; ``replay resume`` continues it). A run that ends, or is
+found interrupted, closes every variant that had not finished in the same write: such a variant
+takes the run's state and the reason as its ``error`` (:func:`close_variants`), so no variant is
+ever shown running in a run that is not.
 
 Run ids are generated here and checked everywhere a user or a client names one: a name with a
 path separator or ``..`` never reaches the file system. Artifacts are read only from inside the
@@ -28,7 +31,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,8 @@ from hermes_codex_runtime.wire.proctree import started
 STATE_SCHEMA = "hermes-codex-runtime.replay.state/1"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 ACTIVE = frozenset({"pending", "running"})
+#: A variant in one of these states has not finished (``None``: never started).
+UNFINISHED = frozenset({None, "pending", "running"})
 RUN_ID = re.compile(r"^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$")
 VARIANT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_STATE_BYTES = 16 * 2**20  # state/record files bigger than this are not shown
@@ -79,6 +84,19 @@ def alive(owner: Any) -> bool:
     now = started(owner["pid"])
     recorded = owner.get("start")
     return now is not None and isinstance(recorded, int | float) and abs(now - recorded) < 0.005
+
+
+def close_variants(state: dict[str, Any], status: str, reason: str) -> list[str]:
+    """Give every unfinished variant of ``state`` the run's ``status`` (``cancelled``,
+    ``interrupted``, ``failed``; a ``completed`` run closes stragglers as ``failed``) with
+    ``reason`` as its error; returns their names."""
+    closed = "failed" if status == "completed" else status
+    names = []
+    for name, variant in (state.get("variants") or {}).items():
+        if isinstance(variant, dict) and variant.get("status") in UNFINISHED:
+            variant.update(status=closed, error=reason)
+            names.append(str(name))
+    return names
 
 
 def _read_json(path: Path, limit: int = MAX_STATE_BYTES) -> Any:
@@ -141,29 +159,48 @@ class Run:
         os.chmod(self.log_path, 0o600)
 
     def update(self, change: Callable[[dict[str, Any]], Any], *,
-               reopen: bool = False) -> dict[str, Any]:
+               reopen: Collection[str] = ()) -> dict[str, Any]:
         """Apply ``change`` to the state under the lock and write it; returns the new state.
-        A terminal run raises :class:`RunClosed` (``reopen`` is for ``resume`` only, which
-        never reopens ``completed`` or ``cancelled``)."""
+        A terminal run raises :class:`RunClosed` unless its status is in ``reopen`` (for
+        ``resume`` only: ``failed``, and ``completed`` to rerun interrupted turns — never
+        ``cancelled``)."""
         with self._locked():
             state = self.state()
-            if state.get("status") in TERMINAL and not (
-                    reopen and state.get("status") == "failed"):
+            if state.get("status") in TERMINAL and (state.get("status") not in reopen
+                                                    or state.get("status") == "cancelled"):
                 raise RunClosed(f"replay run {self.id} is {state.get('status')}")
             change(state)
             state["updated_at"] = time.time()
             atomic_write_json(self.state_path, state)
             return state
 
-    def finish(self, status: str, **fields: Any) -> bool:
-        """Move to a terminal ``status`` unless the run is already terminal; True when this call
+    def finish(self, status: str, *, reason: str | None = None, **fields: Any) -> bool:
+        """Move to a terminal ``status`` unless the run is already terminal, closing its
+        unfinished variants with ``reason`` (default: the run's ``error``); True when this call
         did it (so a cancel that lands first wins)."""
         assert status in TERMINAL
+
+        def change(state: dict[str, Any]) -> None:
+            state.update(status=status, finished_at=time.time(), **fields)
+            close_variants(state, status, reason or str(
+                fields.get("error") or f"the run ended {status} before this variant finished"))
         try:
-            self.update(lambda state: state.update(status=status, finished_at=time.time(),
-                                                   **fields))
+            self.update(change)
         except RunClosed:
             return False
+        return True
+
+    def move_out(self, target: Path, may: Callable[[dict[str, Any]], bool]) -> bool:
+        """Rename the run's directory to ``target`` (so it is no run any more) if ``may`` holds
+        for its state, read under the run's lock; True when it was moved."""
+        with self._locked():
+            try:
+                state = self.state()
+            except StoreError:
+                return False
+            if not may(state) or target.exists():
+                return False
+            self.dir.rename(target)
         return True
 
     # ------------------------------------------------------------------ log
@@ -297,6 +334,11 @@ class RunStore:
                     s.update(status="interrupted", interrupted_at=time.time(),
                              failure_diagnostic={"code": "runner_stopped",
                                                  "runner": s.get("runner")})
+                    pid = (s.get("runner") or {}).get("pid")
+                    close_variants(s, "interrupted",
+                                   "the runner process stopped"
+                                   + (f" (pid {pid})" if pid else "")
+                                   + " before this variant finished")
             with contextlib.suppress(StoreError):
                 if run.update(mark).get("status") == "interrupted":
                     run.log("controller", "the runner process is gone: run marked interrupted "

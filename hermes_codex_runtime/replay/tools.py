@@ -7,6 +7,10 @@ and that token starts it. The token is an HMAC (with a secret of this server pro
 request and a digest of the recorded session's turns, so a plan cannot be started with other
 arguments, nor after the session changed, nor by another server.
 
+A server that owns its runs (the web controller) answers only for the runs it started: a run
+another server started is refused by every tool that names one (``get_run``, ``cancel_run``,
+``get_report``) and left out of its list; the MCP server and the CLI see every run.
+
 Every failure is a :class:`ToolError` with a message for the caller; a tool never raises anything
 else for bad input.
 """
@@ -128,6 +132,8 @@ class ReplayTools:
         self.context = context
         self.controller = controller
         self.own_runs_only = own_runs_only
+        #: The runs this server started.
+        self.started: set[str] = set()
         self._secret = secrets.token_bytes(32)
         plan_schema = _object(_RUN_ARGS, ("source",))
         start_schema = _object({**_RUN_ARGS, "plan_token": {"type": "string"}},
@@ -179,7 +185,8 @@ class ReplayTools:
         """The plan, in words and as data, and its token."""
         request = _request(args)
         transcript, plan = prepare(self.context, request)
-        return {"plan": plan.to_json(), "description": describe_plan(transcript, plan),
+        return {"plan": plan.to_json(),
+                "description": describe_plan(transcript, plan, runs_dir=self.context.runs_dir),
                 "source": {"kind": transcript.kind, "ref": transcript.ref,
                            "title": transcript.title, "turns": len(transcript.turns)},
                 "plan_token": self._token(request, transcript)}
@@ -193,18 +200,23 @@ class ReplayTools:
             raise ToolError("plan_token does not match these arguments (or the session changed "
                             "since): call plan_replay again")
         run = create_run(self.context, transcript, plan, controller=self.controller)
+        self.started.add(run.id)
         spawn_runner(run)
         return {"run_id": run.id, "status": "pending", "run_dir": str(run.dir)}
 
     def _owned(self, run_id: Any) -> None:
+        """For a server that owns its runs: refuse a run another one started (one rule for
+        every tool that names a run, and so for every page and file of the controller)."""
         if not self.own_runs_only:
             return
-        view = run_view(self.context, run_id)
-        if view.get("controller") != self.controller:
-            raise ToolError(f"run {run_id} belongs to another controller")
+        state = self.context.store.run(run_id).state()
+        if state.get("controller") != self.controller:
+            raise ToolError(f"run {run_id} belongs to another controller (every run is shown "
+                            f"by `hermes-codex-runtime replay show {run_id}`)")
 
     def get_run(self, args: dict[str, Any]) -> dict[str, Any]:
         """A run's progress."""
+        self._owned(args["run_id"])
         return run_view(self.context, args["run_id"])
 
     def cancel_run(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +226,7 @@ class ReplayTools:
 
     def get_report(self, args: dict[str, Any]) -> dict[str, Any]:
         """The report or one of its files."""
+        self._owned(args["run_id"])
         return get_report(self.context, args["run_id"], args.get("format"))
 
     # ------------------------------------------------------------------ for the controller

@@ -7,7 +7,7 @@ rest:
   shared app-server, a process of its own, or a remote endpoint — a placement, decided there).
   A session made without a pool gets a private one. A thread stored on an endpoint goes back to
   it; if that endpoint is gone the session starts a fresh, seeded thread elsewhere and says so.
-* **Thread.** Start, resume, seed and the config check are :mod:`.thread`'s.
+* **Thread.** Start, resume, fork, seed and the config check are :mod:`.thread`'s.
 * **Turn.** ``turn/start``, then a :class:`~.turn.TurnDriver` drives the turn to its end;
   server requests go to the session's :class:`~.broker.RequestBroker` (approvals decided off the
   stream, withdrawn when they lapse; host tools; safe answers).
@@ -89,6 +89,7 @@ class CodexSession:
         pool: ServerPool | None = None,
         stored_endpoint: str | None = None,
         predecessor: CodexSession | None = None,
+        fork_from: tuple[str, str | None] | None = None,
     ) -> None:
         self.settings = settings or SessionSettings()
         self.developer_instructions = developer_instructions
@@ -98,6 +99,8 @@ class CodexSession:
         self._own_pool = pool is None
         self._pool = pool if pool is not None else ServerPool(spawn=connection_factory)
         self._stored_endpoint = stored_endpoint
+        #: Start on a fork of this thread through this turn (``thread/fork``), instead.
+        self._fork_from = fork_from
         #: The session this one replaces (same conversation, changed settings): closed once this
         #: one has its connection — after it, when both share a process, so the thread and the
         #: process carry over; before it otherwise (codex allows one writer per thread).
@@ -222,8 +225,11 @@ class CodexSession:
         if walls.note:
             self._emit(CodexEvent("notice", walls.note))
         stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
+        source, self._fork_from = self._fork_from, None
         opened = None
-        if stored:
+        if source:
+            opened = thread.fork(conn, self.settings, self.cwd, source, instructions, walls)
+        elif stored:
             try:
                 opened = thread.resume(conn, self.settings, self.cwd, stored, instructions,
                                        walls)

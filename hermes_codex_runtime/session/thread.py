@@ -6,6 +6,9 @@ codex's ``config.toml`` that comes first.
   id answered, another process still writing it) :func:`resume` answers ``None`` and the session
   starts a fresh thread in the same call — never an error. No answer at all is not "no such
   thread": it raises, and the session keeps the id for its next attempt.
+* **Fork.** A new thread with another thread's history up to a turn (``thread/fork`` with
+  ``lastTurnId``), for a host that reruns a turn from the point before it; a thread codex cannot
+  fork answers ``None`` (start fresh), as for resume.
 * **Start.** A fresh thread gets the host's system prompt once, as ``developerInstructions``,
   with the host's history seed appended only here.
 * **Login.** A provider that needs an OpenAI login, on a codex home with none, fails the start
@@ -32,6 +35,7 @@ from hermes_codex_runtime.pool import Channel
 from hermes_codex_runtime.protocol import (
     invalid_configuration,
     login_missing,
+    thread_fork_params,
     thread_resume_params,
     thread_start_params,
 )
@@ -64,7 +68,7 @@ class Opened:
     """A thread codex now runs for the session."""
 
     thread_id: str
-    origin: str  # "resumed" | "started" | "seeded" (fresh, with the history seed)
+    origin: str  # "resumed" | "forked" | "started" | "seeded" (fresh, with the history seed)
     model: str | None  # what codex said it runs the thread on
 
 
@@ -123,6 +127,31 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
     log.warning("codex answered thread/resume for %s with thread %r; starting fresh", stored,
                 answered)
     return None
+
+
+def fork(conn: Channel, settings: SessionSettings, cwd: str, source: tuple[str, str | None],
+         instructions: str | None, walls: ThreadPermissions) -> Opened | None:
+    """``thread/fork`` of ``source`` (a thread id and the last turn to keep); ``None`` when
+    codex cannot fork it (start fresh)."""
+    thread_id, last_turn = source
+    params = overrides(settings, cwd, walls)
+    try:
+        result = request(conn, "thread/fork", thread_fork_params(
+            thread_id, last_turn, developer_instructions=instructions, **params),
+            settings.request_timeout)
+    except ServerError as exc:
+        if _CONFIG_REFUSED.match(exc.message):
+            config_refused(conn, settings, exc)
+        log.warning("codex could not fork thread %s (%s); starting a fresh thread", thread_id,
+                    exc.message)
+        return None
+    forked = (result.get("thread") or {}).get("id")
+    if not isinstance(forked, str) or not forked or forked == thread_id:
+        log.warning("codex answered thread/fork of %s with thread %r; starting fresh",
+                    thread_id, forked)
+        return None
+    log.info("codex thread %s forked from %s through turn %s", forked, thread_id, last_turn)
+    return Opened(forked, "forked", _model(result))
 
 
 def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str | None,

@@ -152,11 +152,20 @@ function renderRuns() {
     item.append(head);
     for (const v of run.variants || []) {
       if (typeof v !== "object") continue;
-      item.append(el("div", v.name + ": " + v.status + ", " + v.turns_done + "/" +
-                     v.turns_total + " turns, " + Number(v.tokens || 0).toLocaleString() +
-                     " tokens, " + Number(v.elapsed || 0).toFixed(1) + " s", "progress"));
+      const line = el("div", null, "progress");
+      line.dataset.variant = v.name;
+      line.append(el("span", v.name + ": "), el("span", v.status, "variant-status"),
+                  document.createTextNode(", " + v.turns_done + "/" + v.turns_total +
+                    " turns, " + Number(v.tokens || 0).toLocaleString() + " tokens, " +
+                    Number(v.elapsed || 0).toFixed(1) + " s" +
+                    (v.error ? " — " + v.error : "")));
+      item.append(line);
     }
     if (run.error) item.append(el("div", run.error, "error"));
+    if (run.rerun_interrupted) {
+      item.append(el("div", "Interrupted turns rerun alone with: " + run.rerun_interrupted,
+                     "muted rerun"));
+    }
     const actions = el("div", null, "row");
     if (run.status === "pending" || run.status === "running") {
       const cancel = el("button", "Cancel run", "secondary cancel");
