@@ -512,7 +512,10 @@ def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session
         assert all(r.dir.is_dir() for r in made.values())  # a dry run removes nothing
         assert made["died"].state()["status"] == "interrupted"
 
-        old = replay_cli(home, "gc", "--older-than", "7d")
+        unasked = replay_cli(home, "gc", "--older-than", "7d")  # no terminal to ask on
+        assert unasked.returncode == 2 and "add --yes" in unasked.stderr, unasked.stderr
+        assert made["cancelled-9d"].dir.is_dir()  # nothing removed without a yes
+        old = replay_cli(home, "gc", "--older-than", "7d", "--yes")
         assert old.returncode == 0, old.stderr
         assert f"removed {made['cancelled-9d'].id}  cancelled" in old.stdout
         assert f"removed {made['completed-8d'].id}  completed" in old.stdout
@@ -520,7 +523,7 @@ def test_gc_removes_finished_runs_and_their_copies_never_a_live_one(repo_session
             old.stdout
         assert not made["cancelled-9d"].dir.exists() and not made["completed-8d"].dir.exists()
 
-        kept = json.loads(replay_cli(home, "gc", "--keep", "1", "--json").stdout)
+        kept = json.loads(replay_cli(home, "gc", "--keep", "1", "--json", "--yes").stdout)
         assert [r["run_id"] for r in kept["removed"]] == [made["died"].id,
                                                           made["failed-now"].id]
         assert {k["run_id"]: k["why"] for k in kept["kept"]} == {

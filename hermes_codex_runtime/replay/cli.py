@@ -90,6 +90,7 @@ def add_parser(sub: Any) -> None:
                     help="only runs that ended more than AGE ago (7d, 12h, 30m, 90s, 2w)")
     gc.add_argument("--keep", type=int, metavar="N", help="keep the N newest finished runs")
     gc.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    gc.add_argument("--yes", "-y", action="store_true", help="do not ask before removing")
     gc.add_argument("--json", action="store_true")
     rsub.add_parser("mcp", help="an MCP server on stdio (register it as your agent's MCP "
                     "server)")
@@ -295,6 +296,21 @@ def _gc(args: argparse.Namespace, context: ReplayContext, out: TextIO) -> int:
 
     try:
         older = parse_age(args.older_than) if args.older_than is not None else None
+        if not args.dry_run and not args.yes:
+            # removing is for good (an interrupted run can no longer be resumed): as `run`
+            # asks before it writes, gc asks before it removes
+            preview = collect(context.store, older_than=older, keep=args.keep, dry_run=True)
+            if not preview.to_json().get("removed"):
+                out.write(describe(preview) + "\n")
+                return 0
+            if not sys.stdin.isatty():
+                sys.stderr.write("replay: not removing without confirmation: add --yes (or "
+                                 "--dry-run to see what would go)\n")
+                return 2
+            out.write(describe(preview) + "\n")
+            if input("Remove these runs? [y/N] ").strip().lower() not in ("y", "yes"):
+                out.write("nothing removed\n")
+                return 1
         done = collect(context.store, older_than=older, keep=args.keep, dry_run=args.dry_run)
     except StoreError:
         raise
