@@ -7,6 +7,7 @@ the installed codex binary generates; each test ends with the wire clean.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import time
 
@@ -303,3 +304,24 @@ def test_a_lagging_consumer_gets_every_delta_coalesced_never_dropped(fake_codex)
     [completed] = [m.params["item"]["text"] for m in messages if m.method == "item/completed"]
     assert "".join(deltas) == completed == "tok " * 50_000
     assert len(deltas) < 50_000 and conn.coalesced_deltas > 0  # it did lag, and nothing was lost
+
+
+def test_what_a_codex_that_dies_by_itself_started_is_reaped_when_it_dies(fake_codex):
+    """A codex killed (or crashed) mid-life leaves its own children — MCP servers, shells, the
+    sandbox's helper — in sessions of their own, reparented to init the moment it is gone: no
+    snapshot taken then finds them. The connection keeps what it saw codex start and ends it."""
+    fake_codex.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
+    conn = spawn(fake_codex)
+    try:
+        start_turn(conn)
+        drain(conn)
+        [(pid, _created)] = fake_codex.grandchildren()
+        assert os.getsid(pid) == pid  # its own session
+        os.kill(conn.pid, signal.SIGKILL)  # codex dies by itself; nobody calls close()
+        deadline = time.monotonic() + 10
+        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake_codex.live_grandchildren() == []
+        assert not conn.is_alive()
+    finally:
+        conn.close(grace=0.5)

@@ -13,6 +13,11 @@ Invariants:
 * Stderr is always drained into a bounded tail; :meth:`stderr_tail` is redacted.
 * :meth:`close` is idempotent, thread-safe and bounded: it closes stdin, waits briefly,
   terminates, kills, and reaps every descendant snapshotted before the root was retired.
+* A codex that dies by itself (killed, crashed) leaves its own children behind — MCP servers,
+  shells, the sandbox's file-system helper, in sessions of their own and reparented to init the
+  moment codex is gone, so no snapshot taken then finds them. The reader keeps the descendants
+  it saw whenever codex started something (a thread, an item, a turn's end) and reaps them
+  (identity re-checked) as soon as it sees codex die.
 
 What the messages *mean* (turns, approvals, projections) is the session layer's business.
 """
@@ -29,6 +34,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
+
+import psutil
 
 from hermes_codex_runtime.wire.binary import (
     CodexBinary,
@@ -53,6 +60,12 @@ from hermes_codex_runtime.wire.inbound import (
 from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, snapshot_descendants
 from hermes_codex_runtime.wire.redact import redact
 from hermes_codex_runtime.wire.rpc import JsonRpcConnection
+
+#: Notifications after which codex may have started a process (an MCP server at a thread's
+#: start, a command or its sandbox helper, shells): the reader then notes codex's descendants.
+_STARTS_SOMETHING = re.compile(rb'"method"\s*:\s*"(thread/started|item/started|turn/completed)"')
+_METHOD_WINDOW = 160  # codex writes "method" first: no need to scan a large line's body
+_SEEN_MAX = 512
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +141,7 @@ class AppServerConnection(JsonRpcConnection):
         self.server: ServerInfo | None = None
         self._close_lock = threading.Lock()
         self._registry: Any = None
+        self._seen: list[psutil.Process] = []  # descendants seen while codex ran
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         label = process.pid if process is not None else "remote"
         self._reader = threading.Thread(
@@ -300,6 +314,8 @@ class AppServerConnection(JsonRpcConnection):
                 line = raw.strip()
                 if line:
                     self._dispatch_line(line)
+                    if _STARTS_SOMETHING.search(line[:_METHOD_WINDOW]):
+                        self._remember_descendants()
         except Exception as exc:  # pragma: no cover - a reader failure must still end the stream
             reason = f"the codex app-server reader failed: {exc!r}"
             log.exception("codex app-server reader failed")
@@ -313,7 +329,21 @@ class AppServerConnection(JsonRpcConnection):
                     self._stderr_reader.join(timeout=EXIT_SETTLE)
                 if self._proc.returncode is not None:
                     reason = f"{reason} with code {self._proc.returncode}"
+                    self._reap_left_behind()
             self._end_stream(reason)
+
+    def _remember_descendants(self) -> None:
+        """Add codex's current descendants to those seen (reader thread)."""
+        assert self._proc is not None
+        now = snapshot_descendants(self._proc.pid)
+        if now:
+            self._seen = merge_snapshots(self._seen, now)[-_SEEN_MAX:]
+
+    def _reap_left_behind(self) -> None:
+        """codex died by itself: what it started is orphaned now; end it (reader thread)."""
+        survivors = reap(self._seen, timeout=1.0)
+        if survivors:
+            log.warning("children of a dead codex app-server survived SIGKILL: %s", survivors)
 
     def _read_stderr(self) -> None:
         assert self._proc is not None
@@ -371,7 +401,7 @@ class AppServerConnection(JsonRpcConnection):
             if self._proc is None:
                 self._close_pipe(grace)
                 return
-            first = snapshot_descendants(self._proc.pid)
+            first = merge_snapshots(snapshot_descendants(self._proc.pid), self._seen)
             with self._write_lock:
                 self._closed = True
                 with contextlib.suppress(Exception):
