@@ -77,6 +77,53 @@ def test_a_host_killed_mid_turn_leaves_no_orphans_after_the_next_start(fake_code
         fake_codex.kill_leftovers()
 
 
+HOST_DONE = textwrap.dedent("""
+    import sys, time
+    from hermes_codex_runtime.session import CodexSession, SessionSettings
+    codex_bin, registry, ready = sys.argv[1:4]
+    session = CodexSession(SessionSettings(codex_bin=codex_bin, cwd="/", registry_path=registry))
+    session.run_turn("start something that outlives you")
+    open(ready, "w").write(session.thread_id)
+    time.sleep(600)  # killed here, between turns
+""")
+
+
+def test_what_codex_started_is_reaped_at_the_next_start_even_when_codex_is_gone(fake_codex,
+                                                                                  tmp_path):
+    """The host is killed; codex sees its stdin close and exits, as it does — but a process it
+    started in a session of its own (an MCP server, the sandbox's helper) stays, reparented to
+    init. Only the registry still knows it: the next start reaps it."""
+    fake_codex.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
+    registry_file = tmp_path / "processes.json"
+    ready = tmp_path / "ready"
+    host = subprocess.Popen([sys.executable, "-c", HOST_DONE, fake_codex.path,
+                             str(registry_file), str(ready)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline and host.poll() is None, "no turn"
+            time.sleep(0.05)
+        [codex_pid] = [int(pid) for pid in ProcessRegistry(registry_file).entries()]
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while alive(codex_pid):  # codex exits on its own once its stdin is closed
+            assert time.monotonic() < deadline, "the scenario needs a codex that exits"
+            time.sleep(0.05)
+        [grandchild] = fake_codex.live_grandchildren()
+        assert psutil.Process(grandchild).ppid() not in (codex_pid, host.pid)  # an orphan
+
+        reaped = ProcessRegistry(registry_file).reap_orphans()  # the next start
+        assert grandchild in reaped
+        assert fake_codex.live_grandchildren() == []
+        assert ProcessRegistry(registry_file).entries() == {}
+    finally:
+        if host.poll() is None:
+            host.kill()
+        fake_codex.kill_leftovers()
+
+
 def test_a_recycled_pid_is_never_signalled(tmp_path):
     bystander = subprocess.Popen(["sleep", "30"])
     try:

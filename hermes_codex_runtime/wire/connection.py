@@ -69,6 +69,13 @@ _SEEN_MAX = 512
 
 log = logging.getLogger(__name__)
 
+
+def _still_running(proc: psutil.Process) -> bool:
+    try:
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
 STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
 EXIT_SETTLE = 0.2
@@ -336,8 +343,15 @@ class AppServerConnection(JsonRpcConnection):
         """Add codex's current descendants to those seen (reader thread)."""
         assert self._proc is not None
         now = snapshot_descendants(self._proc.pid)
-        if now:
-            self._seen = merge_snapshots(self._seen, now)[-_SEEN_MAX:]
+        if not now:
+            return
+        before = len(self._seen)
+        self._seen = merge_snapshots(self._seen, now)[-_SEEN_MAX:]
+        if self._registry is not None and len(self._seen) != before:
+            with contextlib.suppress(OSError):
+                # for the next host start, should this host die with codex
+                self._registry.note_descendants(self._proc.pid, [
+                    proc for proc in self._seen if _still_running(proc)])
 
     def _reap_left_behind(self) -> None:
         """codex died by itself: what it started is orphaned now; end it (reader thread)."""

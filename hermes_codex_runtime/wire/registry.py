@@ -3,7 +3,9 @@
 codex normally exits when its stdin closes — but a wedged codex, or MCP servers it started in
 their own sessions, can outlive a host that was killed with SIGKILL. Every spawned app-server is
 recorded (PID, create time, command line, and the owning host's PID + create time) in one JSON
-file; on the next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
+file, with the descendants its connection saw it start (:meth:`ProcessRegistry.note_descendants`:
+once codex is gone they are reparented to init, and only this record still knows them); on the
+next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
 Identities are re-checked (PID + start time) before any signal, so a recycled PID is never
 signalled; the start time is the kernel's, counted from boot (:func:`proctree.started`), because
 psutil's wall-clock ``create_time`` can move by a whole second between two reads. The command
@@ -31,6 +33,7 @@ from hermes_codex_runtime.wire.files import atomic_write_json
 from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants, started
 
 log = logging.getLogger(__name__)
+NOTED_MAX = 64
 
 
 def _identity(pid: int) -> tuple[float, float, list[str]] | None:
@@ -108,6 +111,19 @@ class ProcessRegistry:
                 "owner_pid": os.getpid(), "owner_start": owner[0],
                 "owner_create_time": owner[1]}
 
+    def note_descendants(self, pid: int, descendants: list[psutil.Process]) -> None:
+        """Record what app-server ``pid`` started (PID + kernel start time each, the newest
+        :data:`NOTED_MAX`), for :meth:`reap_orphans` to find after codex itself is gone."""
+        noted = []
+        for proc in descendants:
+            start = started(proc.pid)
+            if start is not None:
+                noted.append([proc.pid, start])
+        with self._locked() as data:
+            entry = data["processes"].get(str(pid))
+            if isinstance(entry, dict):
+                entry["descendants"] = noted[-NOTED_MAX:]
+
     def unregister(self, pid: int) -> None:
         """Forget ``pid`` (it was closed properly)."""
         with self._locked() as data:
@@ -154,8 +170,14 @@ class ProcessRegistry:
                             current is not None and cmdline and "start" not in entry
                             and current[2] != cmdline):
                         data["processes"].pop(key, None)  # gone, or the PID was recycled
-                        log.info("forgetting the orphan candidate pid %s: it is gone or the "
-                                 "PID now belongs to another process", pid)
+                        left = _reap_noted(entry)  # what it started may still run
+                        if left:
+                            reaped.extend(left)
+                            log.warning("reaped %d process(es) left by codex app-server pid %s "
+                                        "after its host died", len(left), pid)
+                        else:
+                            log.info("forgetting the orphan candidate pid %s: it is gone or "
+                                     "the PID now belongs to another process", pid)
                         continue
                 except (KeyError, TypeError, ValueError):
                     data["processes"].pop(key, None)
@@ -165,7 +187,7 @@ class ProcessRegistry:
                 except psutil.Error:
                     data["processes"].pop(key, None)
                     continue
-                tree = [root, *snapshot_descendants(pid)]
+                tree = [root, *snapshot_descendants(pid), *_noted(entry)]
                 survivors = reap(tree, timeout=2.0)
                 if survivors:
                     log.warning("orphaned codex processes survived SIGKILL: %s", survivors)
@@ -175,3 +197,29 @@ class ProcessRegistry:
                 log.warning("reaped an orphaned codex app-server (pid %s) left by a host that "
                             "died (pid %s)", pid, owner_pid)
         return reaped
+
+
+def _noted(entry: dict[str, Any]) -> list[psutil.Process]:
+    """The processes an entry noted that are still those very processes (PID + start time)."""
+    found = []
+    for item in entry.get("descendants") or []:
+        try:
+            pid, start = int(item[0]), float(item[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        now = started(pid)
+        if now is not None and abs(now - start) < 0.005:
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(pid))
+    return found
+
+
+def _reap_noted(entry: dict[str, Any]) -> list[int]:
+    """Reap what an entry noted and still runs; the PIDs reaped."""
+    noted = _noted(entry)
+    if not noted:
+        return []
+    survivors = reap(noted, timeout=2.0)
+    if survivors:
+        log.warning("processes left by a dead codex app-server survived SIGKILL: %s", survivors)
+    return [proc.pid for proc in noted]
