@@ -91,26 +91,32 @@ def load_config() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-_approvals_cache: tuple[tuple[str, int, int], dict[str, Any]] | None = None
+_config_cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
 
-def approvals_section() -> dict[str, Any]:
-    """``config["approvals"]``, re-read only when config.yaml changes: Hermes' ``load_config``
-    deep-copies the whole config on every call (~1 ms), and an approval is on the hot path."""
-    global _approvals_cache
+def loaded_config() -> dict[str, Any]:
+    """:func:`load_config`, re-read only when config.yaml changes (its path, modification time,
+    size, inode): Hermes' ``load_config`` deep-copies the whole config on every call (~1 ms).
+    The dict is shared — read it, never change it."""
+    global _config_cache
     path = hermes_home() / "config.yaml"
     try:
         info = path.stat()
-        key = (str(path), info.st_mtime_ns, info.st_size)
+        key: tuple[Any, ...] = (str(path), info.st_mtime_ns, info.st_size, info.st_ino)
     except OSError:
-        key = (str(path), 0, 0)
-    cached = _approvals_cache
+        key = (str(path), None)
+    cached = _config_cache
     if cached is not None and cached[0] == key:
-        return dict(cached[1])
-    section = load_config().get("approvals")
-    value = dict(section) if isinstance(section, Mapping) else {}
-    _approvals_cache = (key, value)
-    return dict(value)
+        return cached[1]
+    config = load_config()
+    _config_cache = (key, config)
+    return config
+
+
+def approvals_section() -> dict[str, Any]:
+    """``config["approvals"]`` (from :func:`loaded_config`: an approval is on the hot path)."""
+    section = loaded_config().get("approvals")
+    return dict(section) if isinstance(section, Mapping) else {}
 
 
 def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
