@@ -33,7 +33,8 @@ Keys (all optional):
 * ``model.codex_app_server_max_processes`` — local app-servers at most (default 64); at the cap
   the session idle the longest is parked to make room;
 * ``model.codex_app_server_idle`` — seconds after which an idle session is parked (its thread
-  is resumed on its next turn); default 900, ``0`` never.
+  is resumed on its next turn); default 900, ``0`` never (nor is a thread unloaded after its
+  shorter idle, see :class:`~hermes_codex_runtime.pool.PoolLimits`).
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.

@@ -4,9 +4,12 @@ Owns :class:`ServerPool` — the process-wide set of app-server connections of o
 
 * **shared** (the default): sessions with the same launch settings (codex binary, codex home,
   environment, arguments — not the working directory, which is per thread) share one local
-  process, up to :attr:`PoolLimits.threads_per_process` threads; beyond that another process
-  starts, up to :attr:`PoolLimits.max_processes`. A process ends :attr:`PoolLimits.idle_grace`
-  seconds after its last session closed, or at :meth:`ServerPool.close`.
+  process, up to :attr:`PoolLimits.threads_per_process` loaded threads. A session idle
+  :attr:`PoolLimits.idle_thread` seconds has its thread unloaded (it keeps its seat and resumes
+  the thread on its next turn), and a full process unloads the thread idle the longest to seat a
+  newcomer; only when every thread is busy does another process start, up to
+  :attr:`PoolLimits.max_processes`. A process ends :attr:`PoolLimits.idle_grace` seconds after
+  its last session closed, or at :meth:`ServerPool.close`.
 * **per-session**: one process per session, ended with it (the classic layout).
 * **endpoints**: app-servers someone else runs (``ws://``/``wss://``/``unix://``, with codex's
   own token auth). A session is placed on the endpoint with the fewest sessions of this pool and
