@@ -122,7 +122,7 @@ def approvals_section() -> dict[str, Any]:
 
 def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config["model"]`` as a dict (Hermes also allows a bare model-name string)."""
-    config = load_config() if config is None else config
+    config = loaded_config() if config is None else config
     model = config.get("model")
     return dict(model) if isinstance(model, Mapping) else {}
 
@@ -183,7 +183,7 @@ def approval_problems(config: Mapping[str, Any] | None = None, *,
     wait its default in silence, a bad ``mode`` makes it ask — so they are reported instead.
     ``section``: the ``approvals`` mapping itself, when the caller has it."""
     if section is None:
-        section = (load_config() if config is None else config).get("approvals")
+        section = (loaded_config() if config is None else config).get("approvals")
     if section is None:
         return []
     if not isinstance(section, Mapping):
