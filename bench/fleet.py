@@ -245,32 +245,33 @@ class Turns:
         return out
 
 
-def tree_cpu(pid: int) -> tuple[float, float]:
-    """CPU seconds (user + system) so far of ``pid`` itself (all its threads) and of its
-    ``codex*`` descendants."""
+def tree_cpu(pid: int) -> tuple[float, dict[int, float]]:
+    """CPU seconds (user + system) so far of ``pid`` itself (all its threads), and of each of
+    its ``codex*`` descendants by PID."""
     try:
         root = psutil.Process(pid)
         times = root.cpu_times()
         own = times.user + times.system
         children = root.children(recursive=True)
     except psutil.Error:
-        return 0.0, 0.0
-    codex = 0.0
+        return 0.0, {}
+    codex: dict[int, float] = {}
     for child in children:
         if is_codex(child):
             with contextlib.suppress(psutil.Error):
                 t = child.cpu_times()
-                codex += t.user + t.system
+                codex[child.pid] = t.user + t.system
     return own, codex
 
 
 class CpuSplit:
     """Where the measured turns' time goes: the client's CPU (Hermes and the plugin, every
-    thread), codex's CPU, and the wall time — per measured turn."""
+    thread), codex's CPU (of the codex processes alive at the end: one that ended meanwhile, a
+    short-lived probe, is not counted), and the wall time — per measured turn."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.start: tuple[float, float, float] | None = None
+        self.start: tuple[float, dict[int, float], float] | None = None
 
     def begin(self) -> None:
         self.start = (*tree_cpu(self.pid), time.monotonic())
@@ -278,14 +279,16 @@ class CpuSplit:
     def figures(self, turns: int) -> dict[str, Any]:
         if self.start is None or turns <= 0:
             return {}
-        own, codex = tree_cpu(self.pid)
-        wall = time.monotonic() - self.start[2]
+        own, codex_now = tree_cpu(self.pid)
+        own_then, codex_then, started = self.start
+        client = own - own_then
+        codex = sum(cpu - codex_then.get(pid, 0.0) for pid, cpu in codex_now.items())
+        wall = time.monotonic() - started
         cores = os.cpu_count() or 1
-        return {"client_cpu_ms_per_turn": round(1000 * (own - self.start[0]) / turns, 1),
-                "codex_cpu_ms_per_turn": round(1000 * (codex - self.start[1]) / turns, 1),
+        return {"client_cpu_ms_per_turn": round(1000 * client / turns, 1),
+                "codex_cpu_ms_per_turn": round(1000 * codex / turns, 1),
                 "measured_wall_s": round(wall, 2),
-                "cpu_busy_fraction": round((own - self.start[0] + codex - self.start[1])
-                                           / max(1e-9, wall * cores), 2)}
+                "cpu_busy_fraction": round((client + codex) / max(1e-9, wall * cores), 2)}
 
 
 def run_clients(n: int, warmup: int, turns: int, turn: Callable[[int, int], None],
