@@ -13,7 +13,7 @@ PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
 .PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-per-session lint bench \
-        soak clean dist wheelhouse-019 wheelhouse-022 \
+        soak soak-gateway profile-turn clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
 # An editable install has no wheel root: the start-up hook the wheel puts into site-packages
@@ -153,6 +153,15 @@ compat-manifest: setup
 
 bench: setup
 	$(PY) bench/run.py
+
+# A gateway that runs for days: 1,000 sessions x 2 turns through one gateway on one shared
+# app-server, 8 at a time (SOAK_SESSIONS=N for a shorter run); codex RSS, processes, lost turns.
+soak-gateway: setup
+	$(PY) bench/gateway_life.py soak
+
+# Where a warm turn's client time goes (cProfile of a real AIAgent's warm turns).
+profile-turn: setup
+	$(PY) bench/profile_turn.py
 
 # The full soak (CI runs 120 turns): one session, 500 turns, memory slope reported.
 soak: setup

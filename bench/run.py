@@ -244,6 +244,30 @@ def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
     if os.environ.get("BENCH_REPLAY", "1") != "0" and (not wanted or "replay" in wanted):
         print("replay:", flush=True)
         out["replay"] = replay_bench.run_replay_bench(codex_bin)
+    if os.environ.get("BENCH_FIRST", "1") != "0" and (not wanted or "first-turns" in wanted):
+        out["first_turns"] = first_turns(codex_bin)
+    return out
+
+
+#: The host lines whose fresh gateways' first turns are measured: this venv's, and the 0.22's.
+HOST_PYTHONS = (sys.executable, str(ROOT / ".venv-hermes022" / "bin" / "python"))
+
+
+def first_turns(codex_bin: str) -> list[dict[str, Any]]:
+    """``bench/gateway_life.py first-turns`` under each host line's Python that exists."""
+    out = []
+    for python in dict.fromkeys(HOST_PYTHONS):
+        if not Path(python).exists():
+            continue
+        print(f"first turns of a fresh gateway ({python}):", flush=True)
+        with tempfile.NamedTemporaryFile(suffix=".json") as result:
+            proc = subprocess.run([python, str(ROOT / "bench" / "gateway_life.py"),
+                                   "first-turns", "--codex-bin", codex_bin, "--out",
+                                   result.name], timeout=3600, check=False,
+                                  stdin=subprocess.DEVNULL)
+            text = Path(result.name).read_text()
+        out.append(json.loads(text) if proc.returncode == 0 and text else
+                   {"host": python, "error": f"exit {proc.returncode}", "targets": []})
     return out
 
 
@@ -271,11 +295,13 @@ def flood_delivery(results: dict[str, dict[str, list[dict[str, Any]]]],
 def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list[str],
               version: str) -> dict[str, Any]:
     metrics = {
-        "cold": [("cold_s", "cold start s"), ("process_s", "process → first turn s")],
-        "warm": [("turn_ms", "warm turn ms"), ("rss_mib", "RSS after 20 turns MiB")],
-        "stream": [("turn_ms", "2,000-delta turn ms")],
-        "approval": [("turn_ms", "approval turn ms"), ("approval_delay_ms",
-                                                       "approval delay ms")],
+        "cold": [("cold_s", "cold start s"), ("process_s", "process → first turn s"),
+                 ("cpu_ms", "client CPU, process start → first turn ms")],
+        "warm": [("turn_ms", "warm turn ms"), ("cpu_ms", "client CPU per warm turn ms"),
+                 ("rss_mib", "RSS after 20 turns MiB")],
+        "stream": [("turn_ms", "2,000-delta turn ms"), ("cpu_ms", "client CPU, stream turn ms")],
+        "approval": [("turn_ms", "approval turn ms"), ("cpu_ms", "client CPU, approval turn ms"),
+                     ("approval_delay_ms", "approval delay ms")],
         "flood": [("deltas_per_s", "flood deltas/s"), ("peak_rss_mib", "flood peak RSS MiB")],
         "close": [("close_ms", "close() with a grandchild ms"), ("orphans", "orphans left")],
     }
@@ -374,6 +400,11 @@ def render(report: dict[str, Any]) -> str:
                                 report.get("targets", []))
     lines += knee.render_lines(report.get("knee"))
     lines += replay_bench.render_lines(report.get("replay"))
+    for host in report.get("first_turns", []):
+        for check in host.get("targets", []):
+            verdict = {True: "met", False: "MISSED", None: "NOT MEASURED"}[check["met"]]
+            lines.append(f"- target ({host['host']}) {check['name']}: {verdict} — "
+                         f"{check['figure']}× ({check['detail']})")
     return "\n".join(lines) + "\n"
 
 

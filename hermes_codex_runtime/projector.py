@@ -280,6 +280,10 @@ class Projector:
             self.final_text = self.messages[-1]["content"]
         return self.messages
 
+    def knows(self, item_id: str) -> bool:
+        """True when an item with this id was started or completed in this turn."""
+        return item_id in self._open or item_id in self._done
+
     def has_completed_answer(self) -> bool:
         """True when a completed agent message is the latest thing in the turn (no tool after)."""
         return bool(self._pending_text) and not self._open

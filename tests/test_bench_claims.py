@@ -63,7 +63,7 @@ def test_the_fleet_target_checks_report_a_miss_as_a_miss():
                  "per-session": {"1": _entry(140, 300), "8": _entry(1100, 330, 8),
                                  "32": _entry(4500, 800, 32)}},  # 4500/300 = 15×: met
              "gateway": {
-                 "shared": {"1": _entry(140, 1000), "8": _entry(170, 1600),  # 1.6×: missed
+                 "shared": {"1": _entry(140, 1000), "8": _entry(170, 2100),  # 2.1×: missed
                             "32": {"error": "timeout after 780 s"}},
                  "per-session": {"32": _entry(4400, 2000, 32)}}}
     remote = {"turns": 20, "local_ms": 70.0, "remote_ms": 77.0, "ratio": 1.1}
@@ -74,7 +74,7 @@ def test_the_fleet_target_checks_report_a_miss_as_a_miss():
     assert checks["agents: per-session codex RSS at N=32 ≥ 10× shared's"]["figure"] == 15.0
     latency = checks["agents: shared p95 turn latency at N=8 ≤ 1.5× N=1's"]
     assert latency["met"] is True and latency["figure"] == 1.4
-    assert checks["gateway: shared p95 turn latency at N=8 ≤ 1.5× N=1's"]["met"] is False
+    assert checks["gateway: shared p95 turn latency at N=8 ≤ 2× N=1's"]["met"] is False
     # a failed measurement is not a figure: neither met nor missed
     assert checks["gateway: shared codex RSS at N=32 ≤ 2× one session's"]["met"] is None
     assert checks["gateway: per-session codex RSS at N=32 ≥ 10× shared's"]["met"] is None

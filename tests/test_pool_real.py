@@ -9,6 +9,7 @@ import signal
 import statistics
 import threading
 import time
+from pathlib import Path
 
 from support import Agent, alive, shut_down, total_rss
 
@@ -215,15 +216,48 @@ def test_closing_sessions_ends_their_threads_and_the_last_one_ends_the_process(m
     assert runtime.pool.servers() == []
 
 
-def test_a_full_app_server_spreads_sessions_to_another_process(make_runtime, mock_provider):
+def loaded_threads(conn) -> list[str]:
+    return conn.request("thread/loaded/list", {}, timeout=10)["data"]
+
+
+def test_a_full_app_server_seats_a_newcomer_by_unloading_the_thread_idle_longest(
+        make_runtime, mock_provider):
+    """Sessions one after another on a process that holds two threads: each newcomer's seat is
+    the thread of the session idle the longest, unloaded from codex (not a process more); that
+    session's next turn resumes its own thread."""
     mock_provider.set_default(echo_model())
     placement = Placement(SHARED, limits=PoolLimits(threads_per_process=2))
     runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
     agents = [Agent(f"a{i}") for i in range(5)]
-    for agent in agents:
-        assert runtime.run_turn(agent, f"hello {agent.name}").ok
-    assert len(make_runtime.connections) == 3  # 2 + 2 + 1
-    assert sorted(s.channel_count for s in runtime.pool.servers()) == [1, 2, 2]
+    first = {a.name: runtime.run_turn(a, f"hello {a.name}") for a in agents}
+    assert all(turn.ok for turn in first.values())
+    [conn] = make_runtime.connections
+    assert wait_for(lambda: len(loaded_threads(conn)) == 2, timeout=10)
+    assert sorted(loaded_threads(conn)) == sorted(first[n].thread_id for n in ("a3", "a4"))
+    back = runtime.run_turn(agents[0], "hello again")
+    assert back.ok and back.final_text == "echo: hello again"
+    assert back.thread_origin == "resumed" and back.thread_id == first["a0"].thread_id
+    assert len(make_runtime.connections) == 1
+
+
+def test_a_full_app_server_spreads_busy_sessions_to_another_process(make_runtime,
+                                                                    mock_provider):
+    mock_provider.set_default(echo_model(slow_marker="slow", delay=1.5))
+    placement = Placement(SHARED, limits=PoolLimits(threads_per_process=2))
+    runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
+    agents = [Agent(f"a{i}") for i in range(3)]
+    outcome: dict[str, object] = {}
+    workers = []
+    for agent in agents:  # each one's turn is with the model before the next one comes
+        workers.append(threading.Thread(target=lambda a=agent: outcome.setdefault(
+            a.name, runtime.run_turn(a, f"slow {a.name}"))))
+        workers[-1].start()
+        assert wait_for(lambda a=agent: any(last_user_text(r) == f"slow {a.name}"
+                                            for r in mock_provider.requests), timeout=30)
+    for worker in workers:
+        worker.join(60)
+    assert all(outcome[a.name].ok for a in agents)
+    assert len(make_runtime.connections) == 2  # every seat of the first was in a turn
 
 
 def test_per_session_mode_gives_every_session_a_process_of_its_own(make_runtime,
@@ -267,10 +301,18 @@ def test_shared_memory_is_a_fraction_of_a_process_per_session(make_runtime, mock
     assert shared * 3 < separate
 
 
+def keep_threads_loaded(make_runtime) -> None:
+    """The user's own ``thread_unload_delay_secs`` in config.toml: codex keeps a thread loaded
+    (its writer lock held) long after its session unsubscribed, and the runtime leaves it so."""
+    config = Path(make_runtime.settings_defaults["codex_home"]) / "config.toml"
+    config.write_text("thread_unload_delay_secs = 1800\n" + config.read_text())
+
+
 def test_a_session_resuming_a_thread_goes_back_to_the_process_that_still_holds_it(
         make_runtime, mock_provider):
-    """codex keeps a thread loaded after its session leaves; resuming it on another process
-    would fail ("active writer"). A full process still takes its own thread back."""
+    """Where codex keeps a thread loaded after its session leaves, resuming it on another
+    process would fail ("active writer"). A full process still takes its own thread back."""
+    keep_threads_loaded(make_runtime)
     mock_provider.set_default(echo_model())
     placement = Placement(SHARED, limits=PoolLimits(threads_per_process=2))
     runtime, host = make_runtime(settings_for(make_runtime, placement), per_agent=True)
@@ -288,6 +330,7 @@ def test_a_session_resuming_a_thread_goes_back_to_the_process_that_still_holds_i
 
 
 def test_a_process_that_holds_many_left_threads_is_recycled(make_runtime, mock_provider):
+    keep_threads_loaded(make_runtime)
     mock_provider.set_default(echo_model())
     placement = Placement(SHARED, limits=PoolLimits(recycle_after=2))
     runtime, _host = make_runtime(settings_for(make_runtime, placement), per_agent=True)

@@ -57,13 +57,13 @@ from hermes_codex_runtime.hermes.approval_prompts import (
     find,
     notifier,
 )
+from hermes_codex_runtime.hermes.config_cache import standing
 from hermes_codex_runtime.hermes.probe import symbol
 from hermes_codex_runtime.hermes.settings import (
     SettingError,
     approval_problems,
     approvals_section,
     hermes_home,
-    plugin_settings,
 )
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.values import ApprovalRequest
@@ -127,12 +127,11 @@ def capture_scope(agent: Any) -> ApprovalScope:
     if not session_key:
         session_key = str(getattr(agent, "session_id", "") or "")
     try:
-        codex_home = plugin_settings().codex_home
+        roots = list(standing().protected_roots)
     except SettingError:
-        codex_home = None
+        roots = protected.protected_roots(hermes_home(), None)
     return ApprovalScope(contextvars.copy_context(), session_key, cli_callback,
-                         gateway and not cron, cron, platform,
-                         protected.protected_roots(hermes_home(), codex_home))
+                         gateway and not cron, cron, platform, roots)
 
 
 def _command_text(request: ApprovalRequest) -> str:

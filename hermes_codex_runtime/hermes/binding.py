@@ -1,13 +1,15 @@
 """Which codex thread a Hermes session lives on, kept across processes: in the session database
 (``sessions.model_config``'s ``codex_thread_id`` / ``codex_thread_endpoint``) where the agent has
 one, and always in the plugin's own small file (:func:`~.paths.bindings_path`), so a session
-resumes its thread — on the remote app-server that holds it, if any.
+resumes its thread — on the remote app-server that holds it, if any. The file is rewritten (an
+``fsync``) when a binding changes, not after every turn of the same binding.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
@@ -17,6 +19,11 @@ from hermes_codex_runtime.hermes.probe import swallowed
 log = logging.getLogger("hermes_codex_runtime.hermes")
 THREAD_KEY = "codex_thread_id"
 ENDPOINT_KEY = "codex_thread_endpoint"
+#: The same binding is written to the file again after this long at most (its ``updated`` time
+#: decides which entries the file keeps when it is full).
+REWRITE_AFTER = 3600.0
+#: What this process last wrote to a binding file: (file, session) → (binding, when).
+_written: dict[tuple[str, str], tuple[tuple[Any, ...], float]] = {}
 
 
 def bindings() -> ThreadBindings:
@@ -83,9 +90,15 @@ def bind_thread(agent: Any, thread_id: str, endpoint: str | None) -> None:
     if isinstance(init_config, dict):
         init_config[THREAD_KEY] = thread_id  # survives a compression-rotated session id
         init_config[ENDPOINT_KEY] = endpoint
+    platform = getattr(agent, "platform", "")
+    where = (str(bindings_path()), str(session_id))
+    binding = (thread_id, endpoint, platform)
+    last = _written.get(where)
+    if last is not None and last[0] == binding and time.monotonic() - last[1] < REWRITE_AFTER:
+        return
     try:
-        bindings().set(str(session_id), thread_id, platform=getattr(agent, "platform", ""),
-                       endpoint=endpoint)
+        bindings().set(str(session_id), thread_id, platform=platform, endpoint=endpoint)
+        _written[where] = (binding, time.monotonic())
     except OSError:
         if not stored:
             log.warning("codex-runtime: could not store the codex thread binding",

@@ -17,22 +17,16 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_codex_runtime.hermes import approvals, binding, paths, review, walled
+from hermes_codex_runtime.hermes import approvals, binding, review, walled
 from hermes_codex_runtime.hermes.accounting import record_compaction, record_usage
+from hermes_codex_runtime.hermes.config_cache import standing
 from hermes_codex_runtime.hermes.context import HermesContext, state_of
 from hermes_codex_runtime.hermes.epilogue import epilogue
 from hermes_codex_runtime.hermes.events import bridge
-from hermes_codex_runtime.hermes.probe import find_host
-from hermes_codex_runtime.hermes.settings import (
-    load_config,
-    plugin_settings,
-    sandbox_for_security_mode,
-)
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
 from hermes_codex_runtime.usage import UsageReport
 from hermes_codex_runtime.values import ApprovalRequest, CodexEvent, SessionSettings, TurnResult
-from hermes_codex_runtime.wire.codex_config import bounded_retries_args
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 #: How this host names itself to codex (``initialize``'s ``clientInfo.title``).
@@ -53,9 +47,10 @@ class HermesHost:
 
     @hookimpl
     def codex_session_settings(self, agent: Any) -> SessionSettings:
-        """Binary, home, cwd, timeouts and model from config.yaml and the agent."""
-        config = load_config()
-        settings = plugin_settings(config)
+        """Binary, home, cwd, timeouts and model from config.yaml (read once, see
+        :mod:`.config_cache`) and the agent."""
+        fixed = standing()
+        settings = fixed.plugin
         review_fork = review.is_review_fork(agent)
         cwd = _session_cwd(agent)
         walled.warn_if_home(cwd)
@@ -66,21 +61,19 @@ class HermesHost:
             model=settings.codex_model or hermes_model(agent),
             model_provider=settings.codex_model_provider,
             turn_timeout=settings.turn_timeout,
-            sandbox="read-only" if review_fork
-            else settings.sandbox or sandbox_for_security_mode(config),
+            sandbox="read-only" if review_fork else fixed.sandbox,
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if review_fork else (),
             effort=codex_effort(getattr(agent, "reasoning_config", None)),
             env_passthrough=settings.env_passthrough,
             command_env_passthrough=settings.command_env_passthrough,
-            client_version=_hermes_version(),
+            client_version=fixed.client_version,
             client_title=CLIENT_TITLE,
-            registry_path=str(paths.registry_path()),
+            registry_path=fixed.registry_path,
             app_server=settings.app_server,
-            extra_args=bounded_retries_args(settings.codex_home),
-            deny_read=walled.deny_read(settings),
-            protect=walled.protect(settings),
-            walls_cache=str(paths.walls_cache_path()),
+            deny_read=fixed.deny_read,
+            protect=fixed.protect,
+            walls_cache=fixed.walls_cache,
         )
 
     @hookimpl
@@ -202,9 +195,3 @@ def codex_effort(reasoning_config: Any) -> str | None:
         return "minimal"
     return EFFORT.get(str(reasoning_config.get("effort") or "").lower())
 
-
-
-
-def _hermes_version() -> str:
-    host = find_host()
-    return host.version if host is not None else "0"

@@ -10,7 +10,6 @@ A host call that fails where the turn can go on is logged the same way everywher
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 import sys
@@ -103,42 +102,88 @@ class HostInfo:
         return f"{name} {self.version} (Python {self.python})"
 
 
-HOST_MODULES = ("run_agent", "hermes_cli")
+HOST_MODULE = "run_agent"
+_host: list[HostInfo | None] = []  # computed once: [] until then
+_host_lock = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1)
 def find_host() -> HostInfo | None:
-    """The Hermes importable here, or ``None``. The distribution is the one whose files include
-    the ``run_agent`` module Python would import — so a fork installed under another name, or
-    two installs side by side, are told apart correctly."""
+    """The Hermes importable here, or ``None``. The distribution is the one whose ``RECORD``
+    lists the ``run_agent`` module Python would import — so a fork installed under another name,
+    or two installs side by side, are told apart correctly.
+
+    Computed once per process, by one caller (the others wait for it), and cheaply: only the
+    ``RECORD`` files beside that module are read (about 20 ms), never every installed file
+    (``importlib.metadata.packages_distributions`` stats them all: seconds on a big venv)."""
+    if _host:
+        return _host[0]
+    with _host_lock:
+        if not _host:
+            _host.append(_probe_host())
+    return _host[0]
+
+
+def _probe_host() -> HostInfo | None:
     import importlib.util
     import os
     import platform
-    from importlib import metadata
 
     try:
-        spec = importlib.util.find_spec(HOST_MODULES[0])
+        spec = importlib.util.find_spec(HOST_MODULE)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.origin:
         return None
     origin = os.path.realpath(spec.origin)
-    candidates: set[str] = set()
-    for module in HOST_MODULES:
-        candidates.update(metadata.packages_distributions().get(module, ()))
-    for name in sorted(candidates):
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        for file in dist.files or ():
-            if os.path.realpath(str(dist.locate_file(file))) == origin:
-                return HostInfo(dist.metadata["Name"] or name, dist.version,
-                                platform.python_version(), origin)
-    version = "unknown"
+    python = platform.python_version()
+    found = _recorded_by(origin)
+    if found is not None:
+        return HostInfo(found[0], found[1], python, origin)
+    return HostInfo(None, host_version(), python, origin)
+
+
+def _recorded_by(origin: str) -> tuple[str, str] | None:
+    """``(name, version)`` of the distribution installed beside ``origin`` whose ``RECORD``
+    lists that very file, if any."""
+    import os
+    from importlib import metadata
+
+    site = os.path.dirname(origin)
+    basename = os.path.basename(origin)
     try:
-        hermes_cli = importlib.import_module("hermes_cli")
-        version = str(getattr(hermes_cli, "__version__", version))
-    except Exception:
-        pass
-    return HostInfo(None, version, platform.python_version(), origin)
+        infos = sorted(entry.path for entry in os.scandir(site)
+                       if entry.name.endswith(".dist-info") and entry.is_dir())
+    except OSError:
+        return None
+    for info in infos:
+        try:
+            with open(os.path.join(info, "RECORD"), encoding="utf-8") as handle:
+                record = handle.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if basename not in record:
+            continue
+        for line in record.splitlines():
+            path = line.split(",", 1)[0]
+            if os.path.basename(path) == basename and \
+                    os.path.realpath(os.path.join(site, path)) == origin:
+                dist = metadata.Distribution.at(info)
+                name = dist.metadata["Name"]
+                if name:
+                    return str(name), dist.version
+    return None
+
+
+_version: list[str] = []
+
+
+def host_version() -> str:
+    """The version Hermes gives itself (``hermes_cli.__version__``; ``"unknown"`` without
+    one), looked up once per process."""
+    if not _version:
+        try:
+            hermes_cli = importlib.import_module("hermes_cli")
+            _version.append(str(getattr(hermes_cli, "__version__", "unknown")))
+        except Exception:
+            _version.append("unknown")
+    return _version[0]

@@ -33,7 +33,8 @@ Keys (all optional):
 * ``model.codex_app_server_max_processes`` — local app-servers at most (default 64); at the cap
   the session idle the longest is parked to make room;
 * ``model.codex_app_server_idle`` — seconds after which an idle session is parked (its thread
-  is resumed on its next turn); default 900, ``0`` never.
+  is resumed on its next turn); default 900, ``0`` never (nor is a thread unloaded after its
+  shorter idle, see :class:`~hermes_codex_runtime.pool.PoolLimits`).
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.
@@ -91,26 +92,32 @@ def load_config() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-_approvals_cache: tuple[tuple[str, int, int], dict[str, Any]] | None = None
+_config_cache: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
 
-def approvals_section() -> dict[str, Any]:
-    """``config["approvals"]``, re-read only when config.yaml changes: Hermes' ``load_config``
-    deep-copies the whole config on every call (~1 ms), and an approval is on the hot path."""
-    global _approvals_cache
+def loaded_config() -> dict[str, Any]:
+    """:func:`load_config`, re-read only when config.yaml changes (its path, modification time,
+    size, inode): Hermes' ``load_config`` deep-copies the whole config on every call (~1 ms).
+    The dict is shared — read it, never change it."""
+    global _config_cache
     path = hermes_home() / "config.yaml"
     try:
         info = path.stat()
-        key = (str(path), info.st_mtime_ns, info.st_size)
+        key: tuple[Any, ...] = (str(path), info.st_mtime_ns, info.st_size, info.st_ino)
     except OSError:
-        key = (str(path), 0, 0)
-    cached = _approvals_cache
+        key = (str(path), None)
+    cached = _config_cache
     if cached is not None and cached[0] == key:
-        return dict(cached[1])
-    section = load_config().get("approvals")
-    value = dict(section) if isinstance(section, Mapping) else {}
-    _approvals_cache = (key, value)
-    return dict(value)
+        return cached[1]
+    config = load_config()
+    _config_cache = (key, config)
+    return config
+
+
+def approvals_section() -> dict[str, Any]:
+    """``config["approvals"]`` (from :func:`loaded_config`: an approval is on the hot path)."""
+    section = loaded_config().get("approvals")
+    return dict(section) if isinstance(section, Mapping) else {}
 
 
 PLUGIN_NAME = "codex-runtime"
@@ -131,7 +138,7 @@ def plugin_enabled(config: Mapping[str, Any] | None = None) -> bool:
 
 def model_section(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config["model"]`` as a dict (Hermes also allows a bare model-name string)."""
-    config = load_config() if config is None else config
+    config = loaded_config() if config is None else config
     model = config.get("model")
     return dict(model) if isinstance(model, Mapping) else {}
 
@@ -192,7 +199,7 @@ def approval_problems(config: Mapping[str, Any] | None = None, *,
     wait its default in silence, a bad ``mode`` makes it ask — so they are reported instead.
     ``section``: the ``approvals`` mapping itself, when the caller has it."""
     if section is None:
-        section = (load_config() if config is None else config).get("approvals")
+        section = (loaded_config() if config is None else config).get("approvals")
     if section is None:
         return []
     if not isinstance(section, Mapping):

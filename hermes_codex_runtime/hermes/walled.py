@@ -17,6 +17,7 @@ It also says, once per process, when a session's workspace is the home directory
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -79,8 +80,9 @@ def _looks_private(path: Path) -> bool:
     return b"PRIVATE KEY" in head or head.startswith(b"PuTTY-User-Key-File")
 
 
+@functools.cache
 def hermes_checkout_git() -> str | None:
-    """The ``.git`` of the checkout Hermes runs from, if it runs from one."""
+    """The ``.git`` of the checkout Hermes runs from, if it runs from one (looked up once)."""
     spec = importlib.util.find_spec("hermes_cli")
     origin = spec.origin if spec is not None else None
     if not origin:

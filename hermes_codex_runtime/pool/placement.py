@@ -34,12 +34,26 @@ class PoolLimits:
     #: (returning threads excepted) and ends with its last one, bounding what it holds.
     recycle_after: int = 256
     #: A session idle this long is parked: its channel closes (a per-session process ends) and
-    #: its next turn reconnects and resumes its thread. ``0`` never parks.
+    #: its next turn reconnects and resumes its thread. ``0`` never parks (nor unloads).
     idle_session: float = 900.0
-    #: A shared process outlives its last session this long. 0 by default: codex keeps a thread
-    #: loaded (its writer lock held) after ``thread/unsubscribe``, so a process lingering
-    #: without sessions would keep another process (``hermes chat --resume``) from resuming them.
+    #: A session on a shared process (or an endpoint) idle this long has its thread unloaded
+    #: from codex — its next turn resumes it on the same connection — so a process's memory
+    #: follows the sessions that are busy, not every session it ever served. A process whose
+    #: threads are all loaded also unloads the idle-longest one to seat a new session.
+    idle_thread: float = 30.0
+    #: A shared process outlives its last session this long. 0 by default: where codex keeps
+    #: an unsubscribed thread loaded (its writer lock held) — a remote app-server, or a user's
+    #: own ``thread_unload_delay_secs`` — a process lingering without sessions would keep another
+    #: process (``hermes chat --resume``) from resuming its threads.
     idle_grace: float = 0.0
+
+
+def unload_after(limits: PoolLimits) -> float:
+    """How long a session on a shared process may idle before its thread is unloaded (``0``:
+    never — as when sessions are never parked)."""
+    if limits.idle_session <= 0 or limits.idle_thread <= 0:
+        return 0.0
+    return min(limits.idle_thread, limits.idle_session)
 
 
 @dataclass(frozen=True, slots=True)

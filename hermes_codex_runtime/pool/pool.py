@@ -4,9 +4,12 @@ Owns :class:`ServerPool` — the process-wide set of app-server connections of o
 
 * **shared** (the default): sessions with the same launch settings (codex binary, codex home,
   environment, arguments — not the working directory, which is per thread) share one local
-  process, up to :attr:`PoolLimits.threads_per_process` threads; beyond that another process
-  starts, up to :attr:`PoolLimits.max_processes`. A process ends :attr:`PoolLimits.idle_grace`
-  seconds after its last session closed, or at :meth:`ServerPool.close`.
+  process, up to :attr:`PoolLimits.threads_per_process` loaded threads. A session idle
+  :attr:`PoolLimits.idle_thread` seconds has its thread unloaded (it keeps its seat and resumes
+  the thread on its next turn), and a full process unloads the thread idle the longest to seat a
+  newcomer; only when every thread is busy does another process start, up to
+  :attr:`PoolLimits.max_processes`. A process ends :attr:`PoolLimits.idle_grace` seconds after
+  its last session closed, or at :meth:`ServerPool.close`.
 * **per-session**: one process per session, ended with it (the classic layout).
 * **endpoints**: app-servers someone else runs (``ws://``/``wss://``/``unix://``, with codex's
   own token auth). A session is placed on the endpoint with the fewest sessions of this pool and
@@ -38,9 +41,11 @@ from hermes_codex_runtime.pool.placement import (
     Placement,
     PoolLimits,
     launch_key,
+    unload_after,
 )
 from hermes_codex_runtime.pool.shared import Channel, SharedServer
 from hermes_codex_runtime.wire import AppServerConnection, SpawnOptions
+from hermes_codex_runtime.wire.codex_config import unloads_at_once
 from hermes_codex_runtime.wire.files import atomic_write_json
 from hermes_codex_runtime.wire.websocket import EndpointError
 
@@ -78,7 +83,8 @@ class ServerPool:
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._serial = itertools.count(1)
         self._reaper: threading.Thread | None = None
-        self._idle_limit: float | None = None
+        self._idle_limit: float | None = None  # how often the reaper looks (a tenth of it)
+        self._park_limit: float | None = None
         self._stop = threading.Event()
         self._closed = False
         _POOLS.add(self)
@@ -118,10 +124,13 @@ class ServerPool:
                 home = next((s for s in self._servers[key]
                              if not s.suspect and s.holds(thread_id)), None)
                 live = [s for s in self._servers[key] if not s.draining]
-                roomy = [s for s in live if s.channel_count < limits.threads_per_process]
-                chosen = home or (min(roomy, key=lambda s: s.channel_count) if roomy else None)
+                roomy = [s for s in live if s.load < limits.threads_per_process]
+                chosen = home or (min(roomy, key=lambda s: s.load) if roomy else None)
+            if chosen is None and live:
+                chosen = self._make_room(live)  # an idle session's thread unloaded for this one
+            with self._lock:
                 if chosen is None and live and self._process_count() >= limits.max_processes:
-                    chosen = min(live, key=lambda s: s.channel_count)
+                    chosen = min(live, key=lambda s: s.load)
                     log.warning("codex app-server cap reached (%d processes): placing a "
                                 "session on a full one", limits.max_processes)
                 if chosen is not None:
@@ -130,8 +139,22 @@ class ServerPool:
                 with contextlib.suppress(Exception):
                     return chosen.open_channel(returning=thread_id)
             server = self._start(key, lambda: launch(spawner, shared_options),
-                                 grace=limits.idle_grace)
+                                 grace=limits.idle_grace, unloads=unloads_at_once(
+                                     options.extra_args), unload_after=unload_after(limits))
             return server.open_channel()
+
+    @staticmethod
+    def _make_room(servers: Sequence[SharedServer]) -> SharedServer | None:
+        """Every process is full: unload the thread of the session idle the longest (it resumes
+        on its next turn) and place the newcomer on its process — not a process more."""
+        idle = [c for s in servers if s.unloads.at_once for c in s.channels()
+                if c.idle and not c.thread_unloaded and c.thread_id is not None]
+        for channel in sorted(idle, key=lambda c: c.idle_since):
+            if channel.unload():
+                log.info("unloaded the codex thread %s of a session idle for %.0fs to make "
+                         "room", channel.thread_id, time.monotonic() - channel.idle_since)
+                return channel.shared
+        return None
 
     def shares_process(self, channel: Channel | None, options: SpawnOptions,
                        placement: Placement | None) -> bool:
@@ -194,14 +217,16 @@ class ServerPool:
                 with contextlib.suppress(Exception):
                     return server.open_channel()
             server = self._start(key, lambda: connect(spec, options),
-                                 grace=placement.limits.idle_grace)
+                                 grace=placement.limits.idle_grace,
+                                 unload_after=unload_after(placement.limits))
             return server.open_channel()
 
     def _start(self, key: tuple[Any, ...], start: Callable[[], AppServerConnection], *,
-               grace: float) -> SharedServer:
+               grace: float, unloads: bool = False, unload_after: float = 0.0) -> SharedServer:
         conn = start()
         server = SharedServer(conn, key=key, on_idle=lambda s: self._idle(s, grace),
-                              on_change=self._publish)
+                              on_change=self._publish, unloads=unloads,
+                              unload_after=unload_after)
         with self._lock:
             if self._closed:
                 conn.close()
@@ -212,12 +237,14 @@ class ServerPool:
     # ------------------------------------------------------------------ idle sessions
 
     def _ensure_reaper(self, limits: PoolLimits) -> None:
-        """Start the idle reaper once (a daemon thread, woken every tenth of the idle limit)."""
+        """Start the idle reaper once (a daemon thread, woken every tenth of the shortest idle
+        limit: parking a session, or unloading its thread)."""
         if limits.idle_session <= 0:
             return
+        shortest = min(limits.idle_session, unload_after(limits) or limits.idle_session)
         with self._lock:
-            self._idle_limit = min(self._idle_limit or limits.idle_session,
-                                   limits.idle_session)
+            self._idle_limit = min(self._idle_limit or shortest, shortest)
+            self._park_limit = min(self._park_limit or limits.idle_session, limits.idle_session)
             if self._reaper is not None:
                 return
             self._reaper = threading.Thread(target=self._reap_loop, args=(self._stop,),
@@ -227,9 +254,26 @@ class ServerPool:
     def _reap_loop(self, stop: threading.Event) -> None:
         while not stop.wait(max(0.05, min(30.0, (self._idle_limit or 60.0) / 10))):
             try:
-                self.park_idle(self._idle_limit or 0.0)
+                self.park_idle(self._park_limit or 0.0)
+                self.unload_idle()
             except Exception:
                 log.warning("parking idle codex sessions failed", exc_info=True)
+
+    def unload_idle(self) -> int:
+        """Unload the thread of every session idle longer than its process's ``unload_after``
+        (the session keeps its seat; its next turn resumes the thread); returns how many."""
+        now = time.monotonic()
+        unloaded = 0
+        for server in self.servers():
+            if server.unload_after <= 0:
+                continue
+            for channel in server.channels():
+                if channel.idle and now - channel.idle_since >= server.unload_after \
+                        and channel.unload():
+                    log.info("unloaded the codex thread %s of a session idle for %.0fs",
+                             channel.thread_id, now - channel.idle_since)
+                    unloaded += 1
+        return unloaded
 
     def park_idle(self, older_than: float) -> int:
         """Park every session idle longer than ``older_than`` seconds; returns how many."""

@@ -19,6 +19,11 @@ Faults stay contained: a thread-level error is just a message on that thread's s
 connection ending (the process died, the endpoint went away) ends every channel's stream, each
 with the reason. Closing a channel unsubscribes its thread (``thread/unsubscribe``), never the
 process: the owner (:mod:`.pool`) ends the process when its last channel is gone.
+
+Between turns a channel may also *unload* its thread (:meth:`Channel.unload`, the pool's move for
+a session idle a while, or to make room): the thread is unsubscribed — on a local app-server
+codex unloads it at once (:mod:`.unload`) — while the session keeps its seat; its next turn
+resumes the thread on the same connection (the resume waits for codex's ``thread/closed``).
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hermes_codex_runtime.pool.unload import Unloads
 from hermes_codex_runtime.protocol import METHOD_NOT_FOUND, default_answer, scope_of
-from hermes_codex_runtime.wire import AppServerConnection, Inbound, TransportClosed, WireError
+from hermes_codex_runtime.wire import AppServerConnection, Inbound, TransportClosed
 from hermes_codex_runtime.wire.inbound import InboundStream, JsonObject, RequestId
 
 log = logging.getLogger(__name__)
@@ -52,9 +58,15 @@ class SharedServer:
     def __init__(self, conn: AppServerConnection, *, key: Any = None,
                  on_idle: Callable[[SharedServer], None] | None = None,
                  on_change: Callable[[], None] | None = None,
-                 unsubscribe_timeout: float = 2.0) -> None:
+                 unsubscribe_timeout: float = 2.0, unloads: bool = False,
+                 unload_after: float = 0.0) -> None:
         self.conn = conn
         self.key = key
+        #: The threads codex is unloading for this connection (``unloads``: codex unloads an
+        #: unsubscribed thread at once here).
+        self.unloads = Unloads(unloads)
+        #: A session idle this long has its thread unloaded (``0``: never; see the pool).
+        self.unload_after = unload_after
         self._on_idle = on_idle
         self._on_change = on_change
         self._unsubscribe_timeout = unsubscribe_timeout
@@ -69,8 +81,10 @@ class SharedServer:
         #: wedged (nothing returns to it either); else it is being recycled (see the pool).
         self.draining = False
         self.suspect = False
-        #: Threads whose session left: codex keeps them loaded (their writer lock held) until
-        #: the process ends, so a session resuming one must come back to this process.
+        #: Threads let go of here (their session left, or unloaded them) that codex may still
+        #: hold: a session resuming one comes back to this process. A thread leaves the set
+        #: when codex reports it closed; where codex does not unload at once it stays (loaded,
+        #: its writer lock held) until the process ends.
         self.released: set[str] = set()
         # what was queued on the connection before routing began (start-up notes)
         for message in conn.drain(limit=STARTUP_NOTES):
@@ -120,6 +134,12 @@ class SharedServer:
         """How many sessions hold a channel on this connection."""
         return len(self._channels)
 
+    @property
+    def load(self) -> int:
+        """How many of those sessions have their thread loaded (or about to be)."""
+        with self._lock:
+            return sum(1 for channel in self._channels if not channel.thread_unloaded)
+
     def channels(self) -> list[Channel]:
         """The channels on this connection."""
         with self._lock:
@@ -144,6 +164,7 @@ class SharedServer:
             self._by_thread[thread_id] = channel
             self.released.discard(thread_id)
             channel.thread_id = thread_id
+            channel._unloaded = False
             held = self._unclaimed.pop(thread_id, None)
             if held is not None:
                 for message in held[1]:
@@ -158,6 +179,27 @@ class SharedServer:
             if channel.thread_id == thread_id:
                 channel.thread_id = None
 
+    def _let_go(self, channel: Channel) -> str | None:
+        """Stop routing ``channel``'s thread (lock held); the thread to unsubscribe, if any."""
+        thread_id = channel.thread_id
+        if thread_id and self._by_thread.get(thread_id) is channel:
+            del self._by_thread[thread_id]
+            self.released.add(thread_id)
+            return thread_id
+        return None
+
+    def _unsubscribe(self, thread_id: str | None) -> None:
+        if thread_id and self.ended is None and self.conn.is_alive():
+            self.unloads.unsubscribe(self.conn, thread_id, self._unsubscribe_timeout)
+
+    def unload(self, channel: Channel) -> None:
+        """Unsubscribe ``channel``'s thread while its session stays (see :meth:`Channel.unload`).
+        """
+        with self._lock:
+            thread_id = self._let_go(channel) if channel in self._channels else None
+        self._unsubscribe(thread_id)
+        self._changed()
+
     def release(self, channel: Channel) -> None:
         """``channel`` is closed: unsubscribe its thread and forget it; tell the owner when the
         connection carries no session any more."""
@@ -165,18 +207,10 @@ class SharedServer:
             if channel not in self._channels:
                 return
             self._channels.discard(channel)
-            thread_id = channel.thread_id
-            if thread_id and self._by_thread.get(thread_id) is channel:
-                del self._by_thread[thread_id]
-                self.released.add(thread_id)
+            thread_id = self._let_go(channel)
             idle = not self._channels
         channel.stream.end("the codex session was closed")
-        if thread_id and self.ended is None and self.conn.is_alive():
-            try:
-                self.conn.request("thread/unsubscribe", {"threadId": thread_id},
-                                  timeout=self._unsubscribe_timeout)
-            except WireError as exc:
-                log.info("thread/unsubscribe %s: %s", thread_id, exc)
+        self._unsubscribe(thread_id)
         if idle and self.draining:
             self.close()
         if idle and self._on_idle is not None:
@@ -200,6 +234,8 @@ class SharedServer:
         if message.is_local:
             return
         thread_id = scope_of(message.params).thread_id
+        if thread_id is not None and message.method == "thread/closed":
+            self.unloads.closed(thread_id)
         with self._lock:
             if thread_id is None:
                 if not self._seen_thread:
@@ -210,8 +246,12 @@ class SharedServer:
                 self._seen_thread = True
                 owner = self._by_thread.get(thread_id)
                 targets = []
+                if message.method == "thread/closed":
+                    self.released.discard(thread_id)
                 if owner is None and not message.is_request:
-                    self._hold(thread_id, message)
+                    # held for a thread not bound yet; what a thread let go of says is dropped
+                    if thread_id not in self.released and message.method != "thread/closed":
+                        self._hold(thread_id, message)
                     return
             if owner is not None:
                 owner.stream.offer(message)
@@ -260,6 +300,7 @@ class SharedServer:
             self.ended = reason
             channels = list(self._channels)
             self._unclaimed.clear()
+        self.unloads.end()
         for channel in channels:
             channel.stream.end(reason)
         self._changed()
@@ -276,6 +317,8 @@ class Channel:
         self._closed = False
         self._lock = threading.Lock()
         self._held = False  # a turn runs on it: never parked
+        self._binding = 0  # thread/start or /resume in flight: never parked or unloaded
+        self._unloaded = False  # its thread was unloaded between turns (resumed on the next)
         #: Closed by the pool while its session was idle (the session reconnects and resumes).
         self.parked = False
         self.idle_since = time.monotonic()
@@ -299,18 +342,35 @@ class Channel:
 
     @property
     def idle(self) -> bool:
-        """True between turns."""
-        return not self._held and not self._closed
+        """True between turns (and not starting or resuming its thread)."""
+        return not self._held and not self._binding and not self._closed
 
     def park(self) -> bool:
         """Close this channel if its session is between turns (the reaper's move); the session's
         next turn reconnects and resumes its thread. True when parked."""
         with self._lock:
-            if self._held or self._closed:
+            if self._held or self._binding or self._closed:
                 return False
             self._closed = True
             self.parked = True
         self._server.release(self)
+        return True
+
+    @property
+    def thread_unloaded(self) -> bool:
+        """True when this channel's thread was unloaded between turns: the session resumes it
+        (on this channel) before its next turn."""
+        return self._unloaded
+
+    def unload(self) -> bool:
+        """Unload this channel's thread if its session is between turns (the pool's move for
+        an idle session, or to make room); the channel stays. True when unloaded."""
+        with self._lock:
+            if self._held or self._binding or self._closed or self._unloaded \
+                    or self.thread_id is None:
+                return False
+            self._unloaded = True
+        self._server.unload(self)
         return True
     # --- what the session uses of a connection
 
@@ -345,8 +405,21 @@ class Channel:
         channel (a resumed id before the request, so nothing of it is missed)."""
         if self._closed:
             raise TransportClosed("the codex session is closed")
+        if method not in _THREAD_BINDING:
+            return self._server.conn.request(method, params, timeout=timeout)
+        with self._lock:
+            self._binding += 1
+        try:
+            return self._bind_by(method, params, timeout)
+        finally:
+            with self._lock:
+                self._binding -= 1
+                self.idle_since = time.monotonic()
+
+    def _bind_by(self, method: str, params: JsonObject | None, timeout: float) -> JsonObject:
         asked = (params or {}).get("threadId") if method == "thread/resume" else None
         if isinstance(asked, str) and asked:
+            self._server.unloads.wait(asked)  # a resume must not race codex's unload of it
             self._server.bind(self, asked)
         try:
             result = self._server.conn.request(method, params, timeout=timeout)
@@ -354,13 +427,12 @@ class Channel:
             if isinstance(asked, str) and asked:
                 self._server.unbind(self, asked)
             raise
-        if method in _THREAD_BINDING:
-            thread = result.get("thread")
-            answered = thread.get("id") if isinstance(thread, dict) else None
-            if isinstance(asked, str) and asked and answered != asked:
-                self._server.unbind(self, asked)
-            if isinstance(answered, str) and answered:
-                self._server.bind(self, answered)
+        thread = result.get("thread")
+        answered = thread.get("id") if isinstance(thread, dict) else None
+        if isinstance(asked, str) and asked and answered != asked:
+            self._server.unbind(self, asked)
+        if isinstance(answered, str) and answered:
+            self._server.bind(self, answered)
         return result
 
     def notify(self, method: str, params: JsonObject | None = None) -> None:

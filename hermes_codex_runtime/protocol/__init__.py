@@ -24,6 +24,7 @@ from hermes_codex_runtime.protocol.failures import (
 )
 from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
 from hermes_codex_runtime.protocol.requests import (
+    UNUSED_NOTIFICATIONS,
     compact_start_params,
     sandbox_policy,
     thread_fork_params,
@@ -40,6 +41,7 @@ from hermes_codex_runtime.protocol.tools import HostTool, HostToolCall, HostTool
 __all__ = [
     "APPROVAL_METHODS",
     "METHOD_NOT_FOUND",
+    "UNUSED_NOTIFICATIONS",
     "Decision",
     "Failure",
     "FailureKind",

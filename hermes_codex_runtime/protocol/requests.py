@@ -16,6 +16,21 @@ APPROVAL_POLICIES = frozenset({"untrusted", "on-request", "never"})
 APPROVALS_REVIEWERS = frozenset({"user", "auto_review", "guardian_subagent"})
 SANDBOX_MODES = frozenset({"read-only", "workspace-write", "danger-full-access"})
 PERSONALITIES = frozenset({"none", "friendly", "pragmatic"})
+#: Notifications the runtime never reads, suppressed for its connections (``initialize``'s
+#: ``capabilities.optOutNotificationMethods``: exact names; names a codex does not know are
+#: ignored): one rate-limit note per model response, and thread metadata nobody shows.
+UNUSED_NOTIFICATIONS = (
+    "account/rateLimits/updated",
+    "remoteControl/status/changed",
+    "thread/started",
+    "thread/goal/cleared",
+    "thread/goal/updated",
+    "thread/name/updated",
+    "thread/readState/changed",
+    "deprecationNotice",
+    "skills/changed",
+    "app/list/updated",
+)
 
 
 def _compact(fields: Mapping[str, Any]) -> JsonObject:
@@ -78,11 +93,14 @@ def thread_start_params(*, ephemeral: bool | None = None, service_name: str | No
 
 
 def thread_resume_params(thread_id: str, **settings: Any) -> JsonObject:
-    """``thread/resume`` params: the stored thread id plus the current overrides."""
+    """``thread/resume`` params: the stored thread id plus the current overrides. The thread's
+    history is not sent back (``excludeTurns``): codex has it, the host has its transcript, and
+    a thread parked between turns is resumed often."""
     if not thread_id or not isinstance(thread_id, str):
         raise ValueError("thread/resume needs a thread id")
     params = thread_settings(**settings)
     params["threadId"] = thread_id
+    params["excludeTurns"] = True
     return params
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from hermes_codex_runtime.pool import Channel, ServerPool
 from hermes_codex_runtime.protocol import (
+    UNUSED_NOTIFICATIONS,
     Failure,
     FailureKind,
     HostToolCall,
@@ -59,6 +60,7 @@ from hermes_codex_runtime.wire import (
     WireError,
     provider_credential_names,
 )
+from hermes_codex_runtime.wire.codex_config import runtime_args
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,7 @@ class CodexSession:
         #: "Invalid configuration" warnings codex gave at the last start (shown at turn start).
         self.config_warnings: list[str] = []
         self._warned_config = False
+        self._walls_noted = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -161,13 +164,14 @@ class CodexSession:
                 "setting at your existing codex home.")
         return SpawnOptions(
             codex_bin=s.codex_bin, codex_home=s.codex_home, env=s.env, extra_env=s.extra_env,
-            extra_args=s.extra_args, cwd=s.cwd, initialize_timeout=s.startup_timeout,
+            extra_args=(*runtime_args(s.codex_home), *s.extra_args), cwd=s.cwd,
+            initialize_timeout=s.startup_timeout,
             client_version=s.client_version, client_title=s.client_title,
             registry_path=s.registry_path,
             provider_keys=provider_credential_names(s.codex_home, s.model_provider),
             # a name commands may inherit must first reach the process they inherit from
             env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
-            experimental_api=bool(s.host_tools))
+            experimental_api=bool(s.host_tools), opt_out_notifications=UNUSED_NOTIFICATIONS)
 
     def _connect(self) -> Channel:
         options = self._spawn_options()
@@ -216,13 +220,17 @@ class CodexSession:
             if self._closed:
                 raise TransportClosed("the codex session is closed")
             if self._conn is not None and self.thread_id is not None:
-                return self.thread_id
+                if not self._conn.thread_unloaded:
+                    return self.thread_id
+                # unloaded from codex while the session was idle: resumed on the same channel
+                self._stored_thread_id, self.thread_id = self.thread_id, None
             if self._conn is None:
                 self._conn = self._connect()
             conn = self._conn
         instructions = self.developer_instructions or None
         walls = thread_walls(self.settings, endpoint=self.endpoint)
-        if walls.note:
+        if walls.note and not self._walls_noted:
+            self._walls_noted = True  # once per session, not at every resume
             self._emit(CodexEvent("notice", walls.note))
         stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
         source, self._fork_from = self._fork_from, None
@@ -406,7 +414,8 @@ class CodexSession:
                 return False
             conn = self._conn
             if conn is not None and conn.hold():
-                return True
+                # its thread unloaded between the start and the hold: resumed, held
+                return not conn.thread_unloaded or self._start_or_fail(result, seed)
             self._respawn()  # parked (or closed) between the check and now: reconnect
         result.fail(Failure(FailureKind.TRANSPORT, "the codex connection was closed while the "
                             "turn was starting"), retire=False)

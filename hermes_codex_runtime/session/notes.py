@@ -2,10 +2,10 @@
 
 A handler folds one notification into the turn — the host's messages (the projector), the token
 usage, the result's flags — and emits what the host shows; it answers what the notification
-meant for the loop (:data:`ACTIVITY`, :data:`TOOL_DONE`, :data:`COMPLETED`, :data:`ABORTED`, or
-``None``). Streamed answer text, the hot path, is :func:`on_delta` (the driver joins a burst's
-deltas into one display event). The driver (:mod:`.turn`) decides which notifications belong to
-the turn; nothing here waits or sends.
+meant for the loop (:data:`ACTIVITY`, :data:`TOOL_DONE`, :data:`COMPLETED`, :data:`ABORTED`,
+:data:`THREAD_ACTIVE`, :data:`THREAD_IDLE`, or ``None``). Streamed answer text, the hot path,
+is :func:`on_delta` (the driver joins a burst's deltas into one display event). The driver
+(:mod:`.turn`) decides which notifications belong to the turn; nothing here waits or sends.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ ACTIVITY = "activity"  # codex is doing something (a quiet-after-tool warning is
 TOOL_DONE = "tool_done"  # a tool finished: codex should go on soon
 COMPLETED = "completed"  # this turn's turn/completed
 ABORTED = "aborted"  # codex reported the turn aborted
+THREAD_ACTIVE = "thread_active"  # the thread runs a turn
+THREAD_IDLE = "thread_idle"  # the thread stopped (idle, or a system error): turn/completed is due
 
 DELTA = "item/agentMessage/delta"
 TURN_ABORTED_MARKERS = ("<turn_aborted>", "<turn_aborted/>")
@@ -162,6 +164,14 @@ def _resolved(view: TurnView, params: Mapping[str, Any]) -> None:
     view.broker.resolved(params.get("requestId"))
 
 
+def _thread_status(view: TurnView, params: Mapping[str, Any]) -> str | None:
+    status = params.get("status")
+    kind = status.get("type") if isinstance(status, Mapping) else None
+    if kind in ("idle", "systemError"):
+        return THREAD_IDLE
+    return THREAD_ACTIVE if kind == "active" else None
+
+
 def _turn_completed(view: TurnView, params: Mapping[str, Any]) -> str:
     result = view.result
     raw_turn = params.get("turn")
@@ -194,6 +204,7 @@ HANDLERS: dict[str, Handler] = {
     "thread/compacted": _compacted,
     "error": _error,
     "serverRequest/resolved": _resolved,
+    "thread/status/changed": _thread_status,
     "turn/completed": _turn_completed,
 }
 

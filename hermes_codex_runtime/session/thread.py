@@ -5,7 +5,8 @@ codex's ``config.toml`` that comes first.
   instructions, cwd and model/provider. When codex cannot resume it ("no rollout found", another
   id answered, another process still writing it) :func:`resume` answers ``None`` and the session
   starts a fresh thread in the same call — never an error. No answer at all is not "no such
-  thread": it raises, and the session keeps the id for its next attempt.
+  thread": it raises, and the session keeps the id for its next attempt. A resume that meets
+  codex still unloading the thread is retried (bounded).
 * **Fork.** A new thread with another thread's history up to a turn (``thread/fork`` with
   ``lastTurnId``), for a host that reruns a turn from the point before it; a thread codex cannot
   fork answers ``None`` (start fresh), as for resume.
@@ -61,6 +62,10 @@ SERVER_OVERLOADED = -32001
 OVERLOAD_RETRIES = 4  # then the overload is the error; waits 0.1, 0.2, 0.4, 0.8 s (+jitter)
 # codex's JSON-RPC error for a thread it will not make because config.toml cannot be loaded
 _CONFIG_REFUSED = re.compile(r"\s*(failed to load config|invalid configuration)", re.IGNORECASE)
+#: A resume that met codex still unloading the thread ("… is closing; retry thread/resume after
+#: the thread is closed", "… command channel is closed") is retried, waiting 0.05 s doubling.
+CLOSING_RETRIES = 5
+_CLOSING = re.compile(r"is closing|command channel is closed", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +115,21 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
     """``thread/resume`` of ``stored``; ``None`` when codex cannot resume it (start fresh).
     Raises :class:`~hermes_codex_runtime.wire.WireError` when codex did not answer, and
     :class:`CodexConfigError` when it cannot load its config (the thread itself is fine)."""
-    try:
-        result = request(conn, "thread/resume", thread_resume_params(
-            stored, developer_instructions=instructions, **overrides(settings, cwd, walls)),
-            settings.request_timeout)
-    except ServerError as exc:
-        if _CONFIG_REFUSED.match(exc.message):
-            config_refused(conn, settings, exc)
-        log.warning("codex could not resume thread %s (%s); starting a fresh thread", stored,
-                    exc.message)
-        return None
+    params = thread_resume_params(stored, developer_instructions=instructions,
+                                  **overrides(settings, cwd, walls))
+    for attempt in range(CLOSING_RETRIES + 1):
+        try:
+            result = request(conn, "thread/resume", params, settings.request_timeout)
+            break
+        except ServerError as exc:
+            if _CLOSING.search(exc.message) and attempt < CLOSING_RETRIES:
+                time.sleep(0.05 * 2 ** attempt)
+                continue
+            if _CONFIG_REFUSED.match(exc.message):
+                config_refused(conn, settings, exc)
+            log.warning("codex could not resume thread %s (%s); starting a fresh thread",
+                        stored, exc.message)
+            return None
     answered = (result.get("thread") or {}).get("id")
     if answered == stored:
         log.info("codex thread %s resumed", stored)

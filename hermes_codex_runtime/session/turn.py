@@ -7,6 +7,8 @@ other threads' or turns' notifications are skipped. It ends on THIS turn's ``tur
 — or at once when the connection ends, or at the elapsed deadline — and sends
 ``turn/interrupt`` (once, bounded) when the session was interrupted. While codex is silent a
 ``working`` event tells the host every :data:`HEARTBEAT` seconds that the turn is alive.
+A turn whose thread went idle without its ``turn/completed`` (a codex bug), or that has been
+silent a long while, is completed from codex's record of it (:mod:`.recovery`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from hermes_codex_runtime.pool import Channel
 from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import Failure, FailureKind, scope_of, turn_interrupt_params
-from hermes_codex_runtime.session import notes
+from hermes_codex_runtime.session import notes, recovery
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.usage import UsageAccumulator
 from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
@@ -62,6 +64,11 @@ class TurnDriver:
         self.interrupt_sent_at: float | None = None
         self.last_tool_done: float | None = None
         self.last_beat = time.monotonic()
+        #: The turn has begun on codex (its thread went active, or its turn/started came):
+        #: from now a thread going idle means the turn ended.
+        self.began = False
+        self.idle_since: float | None = None  # the thread went idle, no turn/completed yet
+        self.next_probe = time.monotonic() + recovery.QUIET_PROBE  # silence: read the record
         self.finished = False  # this turn's turn/completed (or codex's abort) arrived
         self.aborted = False
         self._stopped = False  # the loop ends without it: the deadline, or the connection
@@ -106,7 +113,8 @@ class TurnDriver:
         if now >= limit:
             self._stopped = True
             return None
-        wait = min(limit - now, max(0.0, self.last_beat + HEARTBEAT - now))
+        wait = min(limit - now, max(0.0, self.last_beat + HEARTBEAT - now),
+                   max(0.0, self._probe_at() - now))
         if self.last_tool_done is not None:
             wait = min(wait, max(0.0, self.last_tool_done + self.settings.post_tool_quiet_warning
                                  - now))
@@ -123,7 +131,31 @@ class TurnDriver:
                 self._emit(CodexEvent("working", "codex is working"))
         if message is None:
             self._quiet_warning()
+            if time.monotonic() >= self._probe_at():
+                self._recover()
         return message
+
+    def _probe_at(self) -> float:
+        """When codex's record of the turn is read next (see :mod:`.recovery`)."""
+        if self.idle_since is not None:
+            return min(self.next_probe, self.idle_since + recovery.IDLE_GRACE)
+        return self.next_probe
+
+    def _recover(self) -> None:
+        """Read codex's record of the turn; an ended turn is completed from it."""
+        went_idle, self.idle_since = self.idle_since, None
+        self.next_probe = time.monotonic() + recovery.QUIET_PROBE
+        if self.turn_id is None:
+            return
+        turn = recovery.recorded_turn(self.conn, self.thread_id, self.turn_id,
+                                      self.settings.control_timeout)
+        if turn is None or not recovery.is_over(turn):
+            return
+        log.warning("codex sent no turn/completed for turn %s (%s); completing it from codex's "
+                    "record of the thread", self.turn_id, "its thread went idle"
+                    if went_idle is not None else "codex went silent")
+        self.aborted = recovery.complete_from(self._view, self.thread_id, turn) == notes.ABORTED
+        self.finished = True
 
     def _quiet_warning(self) -> None:
         if self.last_tool_done is not None and time.monotonic() >= (
@@ -143,10 +175,15 @@ class TurnDriver:
                 self._broker.on_request(self.conn, message, self.thread_id, self.turn_id)
                 continue
             outcome = self._outcome(message, stream)
+            self.next_probe = time.monotonic() + recovery.QUIET_PROBE
             if outcome == notes.TOOL_DONE:
                 self.last_tool_done = time.monotonic()
             elif outcome == notes.ACTIVITY:
                 self.last_tool_done = None
+            elif outcome == notes.THREAD_ACTIVE:
+                self.began, self.idle_since = True, None
+            elif outcome == notes.THREAD_IDLE and self.began and self.idle_since is None:
+                self.idle_since = time.monotonic()
             elif outcome in (notes.COMPLETED, notes.ABORTED):
                 self.aborted = outcome == notes.ABORTED
                 self.finished = True
@@ -169,9 +206,12 @@ class TurnDriver:
                     and scope.turn_id:
                 self.turn_id = self.result.turn_id = scope.turn_id
                 self._on_turn(self.turn_id)
+                self.began = True
             return None
         if not scope.belongs_to(self.thread_id, self.turn_id):
             return None
+        if message.method == "turn/started":
+            self.began = True
         handler = notes.HANDLERS.get(message.method)
         return handler(self._view, params) if handler is not None else None
 

@@ -16,7 +16,11 @@ JSON-RPC on stdio like codex, and:
 Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``partial``, ``flood``,
 ``reasoning``, ``command``, ``file_change``, ``permissions``, ``elicitation``, ``request``,
 ``usage``, ``error``, ``fail``, ``crash``, ``hang``, ``no_complete``, ``turn_aborted``,
-``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``.
+``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``, and
+``lost_completion`` (codex records the turn completed and the thread goes idle, but its
+``turn/completed`` comes ``after`` seconds, or never). Like codex, a turn's thread reports
+``thread/status/changed`` active and idle around it, and ``thread/turns/list`` answers from the
+turns the fake recorded.
 Standard library and the stdlib-only schema validator.
 """
 
@@ -63,6 +67,7 @@ class FakeAppServer:
         self._interrupt = threading.Event()
         self._turn_thread: threading.Thread | None = None
         self.cwd = os.getcwd()
+        self._records: dict[str, list[JsonObject]] = {}  # thread id → its turns, oldest first
 
     # ------------------------------------------------------------------ persistence
 
@@ -355,15 +360,58 @@ class FakeAppServer:
                                                 startedAtMs=self._now_ms()))
 
     def _item_completed(self, thread_id: str, turn_id: str, item: JsonObject) -> None:
+        self._record(thread_id, turn_id)["items"].append(item)
         self.notify("item/completed", self._scope(thread_id, turn_id, item=item,
                                                   completedAtMs=self._now_ms()))
+
+    def _record(self, thread_id: str, turn_id: str) -> JsonObject:
+        turns = self._records.setdefault(thread_id, [])
+        if not turns or turns[-1]["id"] != turn_id:
+            turns.append({"id": turn_id, "items": [], "status": "inProgress"})
+        return turns[-1]
+
+    def _status(self, thread_id: str, kind: str) -> None:
+        status: JsonObject = {"type": kind}
+        if kind == "active":
+            status["activeFlags"] = []
+        self.notify("thread/status/changed", {"threadId": thread_id, "status": status})
 
     def _complete(self, thread_id: str, turn_id: str, status: str,
                   error: JsonObject | None = None) -> None:
         turn: JsonObject = {"id": turn_id, "items": [], "status": status}
         if error is not None:
             turn["error"] = error
+        self._record(thread_id, turn_id).update(status=status, error=error)
+        self._status(thread_id, "idle")
         self.notify("turn/completed", {"threadId": thread_id, "turn": turn})
+
+    def _lose_completion(self, thread_id: str, turn_id: str, spec: JsonObject) -> str:
+        """codex's bug: the turn is over (recorded, the thread idle), no turn/completed yet.
+        ``unsent``: items codex recorded without telling the client."""
+        record = self._record(thread_id, turn_id)
+        record["items"].extend(spec.get("unsent", ()))
+        record["status"] = "completed"
+        if spec.get("idle", True):
+            self._status(thread_id, "idle")
+        after = spec.get("after")
+        if after is not None:
+            def late() -> None:
+                time.sleep(float(after))
+                self.notify("turn/completed", {"threadId": thread_id, "turn": {
+                    "id": turn_id, "items": [], "status": "completed"}})
+
+            threading.Thread(target=late, daemon=True).start()
+        return "silent_end"
+
+    def _on_thread_turns_list(self, rid: Any, params: JsonObject) -> None:
+        turns = list(reversed(self._records.get(params["threadId"], [])))
+        if params.get("sortDirection") == "asc":
+            turns.reverse()
+        limit = params.get("limit")
+        data = [dict(turn, itemsView=params.get("itemsView") or "summary")
+                for turn in (turns[:int(limit)] if limit else turns)]
+        self.reply(rid, "thread/turns/list", {"data": data, "nextCursor": None,
+                                              "backwardsCursor": None})
 
     def _register_request(self, request: JsonObject) -> JsonObject:
         """A server request whose reply is recorded (logged as a reply) but not awaited."""
@@ -403,6 +451,8 @@ class FakeAppServer:
             raise _Interrupted
 
     def _run_turn(self, thread_id: str, turn_id: str, script: list[JsonObject]) -> None:
+        self._record(thread_id, turn_id)
+        self._status(thread_id, "active")
         self.notify("turn/started", {"threadId": thread_id,
                                      "turn": {"id": turn_id, "items": [],
                                               "status": "inProgress"}})
@@ -561,6 +611,8 @@ class FakeAppServer:
 
                 threading.Thread(target=send_later, daemon=True).start()
             return "ended"
+        if "lost_completion" in step:
+            return self._lose_completion(thread_id, turn_id, dict(step["lost_completion"]))
         if "complete_twice" in step:
             self._complete(thread_id, turn_id, "completed")
             self._complete(thread_id, turn_id, "completed")  # a duplicated turn/completed

@@ -3,11 +3,13 @@
 :class:`RecordingConnection` is an :class:`AppServerConnection` that keeps every outgoing message
 and the method of every server request it received, so a test on the REAL binary can assert that
 each request and each reply to a server request was schema-valid and carried no field codex would
-silently ignore (:meth:`RecordingConnection.wire_problems`).
+silently ignore (:meth:`RecordingConnection.wire_problems`). It also counts the notifications it
+received, by method (``notifications``).
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Any
 
@@ -22,6 +24,7 @@ class RecordingConnection(AppServerConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.sent: list[JsonObject] = []
         self.server_requests: dict[Any, str] = {}
+        self.notifications: collections.Counter[str] = collections.Counter()
         self._record_lock = threading.Lock()
         super().__init__(*args, **kwargs)
 
@@ -37,9 +40,11 @@ class RecordingConnection(AppServerConnection):
         super()._send(message)
 
     def _deliver(self, inbound: Inbound) -> None:
-        if inbound.is_request:
-            with self._record_lock:
+        with self._record_lock:
+            if inbound.is_request:
                 self.server_requests[inbound.id] = inbound.method
+            else:
+                self.notifications[inbound.method] += 1
         super()._deliver(inbound)
 
     @property

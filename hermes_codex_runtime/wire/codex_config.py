@@ -8,15 +8,18 @@ override the host passes, else the selected ``profile``'s, else the top-level ke
 default ``openai``), the names codex reads from its environment to authenticate — a custom
 provider's ``env_key`` and ``env_http_headers``, ``OPENAI_API_KEY`` for the built-in OpenAI
 provider, the AWS names for Amazon Bedrock. Those (and only those) are passed to the app-server.
+And :func:`runtime_args`: the codex settings the runtime passes to every app-server it starts,
+where the user's file leaves them open.
 A missing or unreadable ``config.toml`` means codex's defaults. Read-only; never raises.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,18 +125,50 @@ def required_provider_key(codex_home: str | None,
     return env_key if isinstance(env_key, str) and env_key else None
 
 
-#: Without it, codex retries a provider it cannot reach forever ("Reconnecting... waiting for
-#: network"); with it, 5 retries (about 25 s) and then a classified error.
-BOUNDED_RETRIES = ("-c", "features.unbounded_connection_retries=false")
+#: What the runtime sets on every app-server it starts (``-c key=value``), each unless the
+#: user's ``config.toml`` decides that key itself:
+#:
+#: * ``features.unbounded_connection_retries=false`` — without it codex retries a provider it
+#:   cannot reach forever ("Reconnecting... waiting for network"); with it, 5 retries (about
+#:   25 s) and then a classified error;
+#: * ``thread_unload_delay_secs=0`` — ``thread/unsubscribe`` of a thread nobody else watches
+#:   unloads it at once (``thread/closed``), instead of after 1800 s (codex 0.163) or 60 s
+#:   (0.171): a shared app-server's memory stays flat over thousands of sessions, and another
+#:   process may resume the thread right away;
+#: * ``features.shell_snapshot=false`` — no login shell per new thread (codex runs the user's
+#:   shell profile to snapshot its environment: 9 processes per thread, and the whole profile's
+#:   time — a slow one times out after 10 s, per thread).
+RUNTIME_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("features.unbounded_connection_retries", "false"),
+    ("thread_unload_delay_secs", "0"),
+    ("features.shell_snapshot", "false"),
+)
+UNLOAD_AT_ONCE = ("-c", "thread_unload_delay_secs=0")
 
 
-def bounded_retries_args(codex_home: str | None) -> tuple[str, ...]:
-    """The app-server arguments that make an unreachable provider fail a turn in bounded time —
-    none when the user's ``config.toml`` decides ``unbounded_connection_retries`` itself."""
-    features = read_config(codex_home).get("features")
-    if isinstance(features, dict) and "unbounded_connection_retries" in features:
-        return ()
-    return BOUNDED_RETRIES
+def _decided(config: Mapping[str, Any], dotted: str) -> bool:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def runtime_args(codex_home: str | None) -> tuple[str, ...]:
+    """The app-server arguments for :data:`RUNTIME_OVERRIDES` that the user's ``config.toml``
+    leaves to codex's defaults."""
+    config = read_config(codex_home)
+    args: list[str] = []
+    for key, value in RUNTIME_OVERRIDES:
+        if not _decided(config, key):
+            args += ["-c", f"{key}={value}"]
+    return tuple(args)
+
+
+def unloads_at_once(args: Sequence[str]) -> bool:
+    """True when an app-server started with ``args`` unloads an unsubscribed thread at once."""
+    return any(pair == UNLOAD_AT_ONCE for pair in itertools.pairwise(args))
 
 
 @dataclass(frozen=True, slots=True)
