@@ -66,6 +66,7 @@ class Opened:
     thread_id: str
     origin: str  # "resumed" | "started" | "seeded" (fresh, with the history seed)
     model: str | None  # what codex said it runs the thread on
+    path: str | None = None  # the thread's rollout file, where its app-server runs
 
 
 def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -101,6 +102,12 @@ def _model(response: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def _path(response: Mapping[str, Any]) -> str | None:
+    thread = response.get("thread")
+    path = thread.get("path") if isinstance(thread, Mapping) else None
+    return path if isinstance(path, str) and path else None
+
+
 def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
            instructions: str | None, walls: ThreadPermissions) -> Opened | None:
     """``thread/resume`` of ``stored``; ``None`` when codex cannot resume it (start fresh).
@@ -119,7 +126,7 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
     answered = (result.get("thread") or {}).get("id")
     if answered == stored:
         log.info("codex thread %s resumed", stored)
-        return Opened(stored, "resumed", _model(result))
+        return Opened(stored, "resumed", _model(result), _path(result))
     log.warning("codex answered thread/resume for %s with thread %r; starting fresh", stored,
                 answered)
     return None
@@ -146,7 +153,7 @@ def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str 
         raise ServerError("thread/start", -32603, "codex returned no thread id")
     origin = "seeded" if seed_text else "started"
     log.info("codex thread %s started (%s)", thread_id, origin)
-    return Opened(thread_id, origin, _model(result))
+    return Opened(thread_id, origin, _model(result), _path(result))
 
 
 def check_config(conn: Channel, settings: SessionSettings) -> list[str]:
