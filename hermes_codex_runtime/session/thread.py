@@ -84,15 +84,21 @@ def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: codex's plan tool, off in an app-server thread unless asked for: with it, the model's plan
+#: reaches the host (``turn/plan/updated``). A ``tools`` key in the settings' config wins.
+PLAN_TOOL = {"tools": {"update_plan": {"enabled": True}}}
+
+
 def overrides(settings: SessionSettings, cwd: str, walls: ThreadPermissions) -> dict[str, Any]:
     """What every ``thread/start`` and ``thread/resume`` carries of the session's settings —
-    with its walls: a permission profile, or ``sandbox`` alone (never both)."""
+    with its walls: a permission profile, or ``sandbox`` alone (never both) — and the plan
+    tool (:data:`PLAN_TOOL`)."""
     s = settings
     return {"cwd": cwd, "model": s.model, "model_provider": s.model_provider,
             "approval_policy": walls.approval_policy or s.approval_policy,
             "approvals_reviewer": s.approvals_reviewer,
             "sandbox": walls.sandbox, "personality": "none",
-            "config": {**(s.config_overrides or {}), **walls.config,
+            "config": {**PLAN_TOOL, **(s.config_overrides or {}), **walls.config,
                        "shell_environment_policy":
                        command_env_policy(s.command_env_passthrough)}}
 

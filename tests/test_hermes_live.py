@@ -1,0 +1,99 @@
+"""What a user sees while codex works, measured from outside as a client sees it: a real Hermes
+(its API server's event stream, its session database, a chat gateway) on the real codex binary,
+the model played by the mock provider on 127.0.0.1.
+
+A command's output arrives line by line before the tool completes; codex's reasoning summary is
+Hermes' reasoning event; its plan is a structured event; commentary and the answer are two
+texts; a 5 MB output stays a handful of bounded events; a command codex ran without telling
+(the sandbox denied it at once) is in the transcript anyway.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hermes_env import Gateway, base_config, write_hermes_home
+
+from hermes_codex_runtime.testing import mock_provider as mp
+
+pytestmark = pytest.mark.real_hermes
+
+TICKS = "for i in 1 2 3 4 5 6; do echo tick-$i; sleep 0.5; done"
+PLAN = {"explanation": "two steps", "plan": [{"step": "count the ticks", "status": "in_progress"},
+                                             {"step": "answer", "status": "pending"}]}
+FLOOD = "sleep 0.5; head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99"  # 5 MB in 50,000 lines
+
+
+def scenario(provider: mp.MockResponsesProvider) -> None:
+    """A plan (with a reasoning summary), commentary streamed before a command that prints a
+    line every 0.5 s for 3 s, then the answer."""
+    provider.enqueue(
+        dataclasses.replace(mp.tool_call("update_plan", PLAN), reasoning="Planning the ticks."),
+        mp.said_before("Let me look.", mp.exec_command(TICKS)),
+        mp.text("Done."))
+
+
+@pytest.fixture
+def home(tmp_path, codex_binary, mock_provider):
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    hermes_home = tmp_path / "hermes-home"
+    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
+    return hermes_home
+
+
+def run(gateway: Gateway, text: str) -> list[dict]:
+    run_id = gateway.call("POST", "/v1/runs", {"input": text})["run_id"]
+    return list(gateway.events(run_id))
+
+
+def test_an_api_run_streams_output_reasoning_the_plan_and_two_texts(home, mock_provider):
+    gateway = Gateway(home)
+    try:
+        scenario(mock_provider)
+        events = run(gateway, "count the ticks")
+        mock_provider.enqueue(mp.exec_command(FLOOD), mp.text("Flooded."))
+        flood = run(gateway, "flood me")
+    finally:
+        gateway.stop()
+    names = [e["event"] for e in events]
+    assert names[-1] == "run.completed", names
+
+    # live output: the ticks arrive one by one, well before the command completes
+    [done] = [e for e in events if e["event"] == "tool.completed" and e["tool"] == "exec_command"]
+    live = [e for e in events if e["event"] == "tool.output" and not e.get("final")]
+    ticks = {line: e["timestamp"] for e in live for line in e["text"].split() if "tick" in line}
+    assert {"tick-3", "tick-4", "tick-5"} <= set(ticks), ticks
+    assert all(e["timestamp"] < done["timestamp"] for e in live)
+    assert done["timestamp"] - ticks["tick-3"] >= 1.0, (ticks, done["timestamp"])
+    assert ticks["tick-5"] - ticks["tick-3"] >= 0.6, ticks  # as printed, not all at the end
+    [final] = [e for e in events if e["event"] == "tool.output" and e.get("final")]
+    recorded = [word for word in final["output"].split() if word.startswith("tick-")]
+    assert recorded == [f"tick-{i}" for i in range(1, 7)]  # codex's record: tick-1 too
+    assert names.index("tool.completed", names.index("tool.output")) > names.index("tool.output")
+
+    # the reasoning summary is Hermes' reasoning event; the plan is a structured event
+    assert any(e["event"] == "reasoning.available" and "Planning the ticks." in e["text"]
+               for e in events), names
+    [plan] = [e for e in events if e["event"] == "todo.updated"]
+    assert plan["todos"] == [
+        {"id": "1", "content": "count the ticks", "status": "in_progress"},
+        {"id": "2", "content": "answer", "status": "pending"}]
+    assert plan["explanation"] == "two steps"
+
+    # commentary and the answer: two texts for a client that joins the deltas
+    joined = "".join(e["delta"] for e in events if e["event"] == "message.delta")
+    assert joined.split("\n\n") == ["Let me look.", "Done."], repr(joined)
+
+    # 5 MB of output: a few bounded events, and codex's record at the end
+    assert flood[-1]["event"] == "run.completed", [e["event"] for e in flood]
+    output = [e for e in flood if e["event"] == "tool.output"]
+    sizes = [len(e.get("text") or e.get("output") or "") for e in output]
+    assert 1 <= len(output) <= 60 and max(sizes) <= 2000, (len(output), sizes)
+    assert output[-1]["final"] and output[-1]["omitted"] > 0
+    print(f"\nticks at {sorted((t - done['timestamp']) for t in ticks.values())} s before "
+          f"the command completed; 5 MB of output: {len(output)} events, "
+          f"{sum(sizes):,} characters")
