@@ -152,7 +152,7 @@ def _reasoning(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
     if state is None or item_id not in state.reasoning_streamed:
         if state is not None:
             state.reasoning_open = True
-        _call(agent, "_fire_reasoning_delta", event.text)
+        _call(agent, "_fire_reasoning_delta", event.text + "\n")  # a whole line: shown now
     _call(agent, "tool_progress_callback", "reasoning.available", "_thinking",
           event.text[:REASONING_PREVIEW], None)
 
@@ -277,6 +277,7 @@ def _plan(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
         if key == state.shown.get("plan"):
             return
         state.shown["plan"] = key
+    _segment_break(agent, state)  # the plan is a tool call: printed after what streamed
     surfaces = _surfaces(agent, state)
     why = shown(explanation) if isinstance(explanation, str) and explanation else None
     surfaces.event("todo.updated", todos=todos, explanation=why)
