@@ -11,6 +11,7 @@ texts; a 5 MB output stays a handful of bounded events; a command codex ran with
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from hermes_env import Gateway, base_config, write_hermes_home
@@ -97,3 +98,43 @@ def test_an_api_run_streams_output_reasoning_the_plan_and_two_texts(home, mock_p
     print(f"\nticks at {sorted((t - done['timestamp']) for t in ticks.values())} s before "
           f"the command completed; 5 MB of output: {len(output)} events, "
           f"{sum(sizes):,} characters")
+
+
+def test_a_command_the_sandbox_denied_at_once_is_in_the_transcript_the_db_and_replay(
+        hermes, monkeypatch, tmp_path):
+    """codex #47433: under a read-only sandbox codex denies ``touch`` before it announces the
+    command (with an empty HOME, every time), so no tool event reaches Hermes — yet the model
+    was shown its output. The transcript, the session database and Codex Replay's reading of
+    it all have the call, once, in its place before the answer."""
+    from hermes_codex_runtime.hermes.sessions import HermesSessions
+
+    empty = tmp_path / "empty-home"
+    empty.mkdir()
+    monkeypatch.setenv("HOME", str(empty))
+    hermes.configure(codex_sandbox="read-only")
+    hermes.provider.enqueue(mp.exec_command("touch notes.txt"), mp.text("Done."))
+    announced: list[str] = []
+    agent = hermes.agent(tool_progress_callback=lambda kind, name=None, *a, **k:
+                         announced.append(f"{kind} {name}"))
+    result = agent.run_conversation("write notes")
+    assert result["final_response"] == "Done."
+
+    def calls(messages):
+        return [(m["role"], m.get("tool_calls") and m["tool_calls"][0]["function"]["name"],
+                 m.get("content") if m["role"] != "assistant" or not m.get("tool_calls")
+                 else json.loads(m["tool_calls"][0]["function"]["arguments"])["command"])
+                for m in messages if m["role"] in ("assistant", "tool")]
+
+    transcript = calls(result["messages"])
+    assert len(transcript) == 3, transcript
+    (call_role, call_name, command), (tool_role, _, output), answer = transcript
+    assert (call_role, call_name, command) == ("assistant", "exec_command", "touch notes.txt")
+    assert tool_role == "tool" and "Read-only file system" in output, output
+    assert answer == ("assistant", None, "Done.")
+    stored = calls(hermes.session_db().get_messages(agent.session_id))
+    assert [row[:2] for row in stored] == [row[:2] for row in transcript], stored
+    assert "Read-only file system" in stored[1][2]
+    [turn] = HermesSessions(hermes.tmp).open(agent.session_id).turns
+    assert [c["name"] for c in turn.tool_calls] == ["exec_command"], turn.tool_calls
+    assert "touch notes.txt" in turn.tool_calls[0]["arguments"]
+    print(f"\nHermes' tool events for the turn: {announced} (none: codex never announced it)")
