@@ -10,8 +10,12 @@ texts; a 5 MB output stays a handful of bounded events; a command codex ran with
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import json
+import time
+from typing import Any
 
 import pytest
 from hermes_env import Gateway, base_config, write_hermes_home
@@ -138,3 +142,59 @@ def test_a_command_the_sandbox_denied_at_once_is_in_the_transcript_the_db_and_re
     assert [c["name"] for c in turn.tool_calls] == ["exec_command"], turn.tool_calls
     assert "touch notes.txt" in turn.tool_calls[0]["arguments"]
     print(f"\nHermes' tool events for the turn: {announced} (none: codex never announced it)")
+
+
+@functools.cache
+def _editing_adapter_class() -> type:
+    """A chat adapter that edits a status message in place (as Telegram's does): what each
+    status key's bubble showed, edit by edit, is in ``bubbles``."""
+    from test_gateway_chat_approvals import _chat_adapter_class
+
+    class EditingAdapter(_chat_adapter_class()):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.bubbles: dict[str, list[tuple[float, str]]] = {}
+
+        async def send_or_update_status(self, chat_id: str, status_key: str, content: str, *,
+                                        metadata: Any = None) -> Any:
+            from gateway.platforms.base import SendResult
+
+            self.bubbles.setdefault(status_key, []).append((time.monotonic(), content))
+            return SendResult(success=True, message_id=f"status-{status_key}")
+
+    return EditingAdapter
+
+
+def test_a_chat_that_edits_its_status_sees_each_commands_output_in_one_bounded_bubble(
+        hermes, monkeypatch, tmp_path):
+    """A chat platform that edits a status message in place (Telegram) shows a running
+    command's last lines in one bubble per command, edited while it runs; 5 MB of output is a
+    few edits of a few lines, and no message per line is ever posted."""
+    from test_gateway_chat_approvals import Chat
+
+    chat = Chat(tmp_path / "sessions", _editing_adapter_class())
+    monkeypatch.setenv("TELEGRAM_ALLOWED_USERS", chat.user)
+    monkeypatch.setenv("TERMINAL_CWD", str(hermes.workdir))
+    hermes.provider.enqueue(mp.exec_command(TICKS), mp.exec_command(FLOOD), mp.text("Done."))
+
+    async def conversation() -> None:
+        await chat.say("work")
+        await chat.wait_for(lambda: "Done." in chat.adapter.sent, 90, "the answer")
+
+    try:
+        asyncio.run(conversation())
+    finally:
+        chat.close()
+    posted = [m for m in chat.adapter.sent if "tick-" in m or "xxxxxxxxxx" in m]
+    assert posted == [], posted  # no message per line
+    bubbles = {key: edits for key, edits in chat.adapter.bubbles.items()
+               if key.startswith("codex-output:")}
+    assert len(bubbles) == 2, chat.adapter.bubbles.keys()  # one per command
+    ticks, flood = bubbles.values()
+    assert "running" in ticks[0][1] and "tick-" in ticks[0][1], ticks
+    assert "✓ exit code 0" in ticks[-1][1] and "tick-6" in ticks[-1][1], ticks
+    assert ticks[-1][0] - ticks[0][0] >= 1.5, ticks  # shown while it ran, not at the end
+    assert len(flood) <= 10 and max(len(text) for _, text in flood) <= 1600, \
+        [len(text) for _, text in flood]
+    print(f"\nbubble edits: ticks {len(ticks)}, 5 MB flood {len(flood)} "
+          f"(at most {max(len(text) for _, text in flood)} characters)")

@@ -51,6 +51,7 @@ class LiveOutput:
         self._last_flush = float("-inf")
         self._last_chat = float("-inf")
         self._chat_sent = False
+        self._chat_behind = False  # lines the bubble does not show yet
         self._tail: deque[str] = deque(maxlen=CHAT_LINES)
         self.lines = 0  # lines flushed
         self.cli_shown = 0
@@ -66,9 +67,12 @@ class LiveOutput:
             self._flush(surfaces, agent, partial=False)
 
     def beat(self, surfaces: Surfaces, agent: Any) -> None:
-        """A heartbeat while codex is quiet: whatever waits leaves, a partial line too."""
+        """A heartbeat while codex is quiet: whatever waits leaves, a partial line too, and a
+        bubble that lags behind is brought up to date."""
         if self._pending and time.monotonic() - self._last_flush >= INTERVAL:
             self._flush(surfaces, agent, partial=True)
+        elif self._chat_behind and time.monotonic() - self._last_chat >= CHAT_EVERY:
+            self._chat(surfaces, agent, "running…")
 
     def finish(self, surfaces: Surfaces, agent: Any, item: dict[str, Any]) -> None:
         """The command completed: the last lines, then codex's record of the output (nothing
@@ -121,13 +125,13 @@ class LiveOutput:
             surfaces.print(agent, "\n".join(f"  ┊ │ {line[:LINE]}" for line in lines[:room]))
             self.cli_shown += min(room, len(lines))
         self._tail.extend(lines)
-        now = time.monotonic()
-        if chat and surfaces.edits_in_place and now - self._last_chat >= CHAT_EVERY:
+        self._chat_behind = self._chat_behind or (surfaces.edits_in_place and bool(lines))
+        if chat and self._chat_behind and time.monotonic() - self._last_chat >= CHAT_EVERY:
             self._chat(surfaces, agent, "running…")
 
     def _chat(self, surfaces: Surfaces, agent: Any, state: str) -> None:
         self._last_chat = time.monotonic()
-        self._chat_sent = True
+        self._chat_sent, self._chat_behind = True, False
         command = str(self.tool.arguments.get("command") or self.tool.name)[:LINE]
         body = "\n".join(line[:LINE] for line in self._tail)
         surfaces.status(agent, f"codex-output:{self.tool.call_id}",
