@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import pytest
-from hermes_env import Gateway, base_config, write_hermes_home
+from hermes_env import Gateway, base_config, write_config, write_hermes_home
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -32,10 +32,11 @@ FLOOD = "sleep 0.5; head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99"  # 5 MB
 
 def scenario(provider: mp.MockResponsesProvider) -> None:
     """A plan (with a reasoning summary), commentary streamed before a command that prints a
-    line every 0.5 s for 3 s, then the answer."""
+    line every 0.5 s for 3 s, a new file, then the answer."""
     provider.enqueue(
         dataclasses.replace(mp.tool_call("update_plan", PLAN), reasoning="Planning the ticks."),
         mp.said_before("Let me look.", mp.exec_command(TICKS)),
+        mp.apply_patch(mp.add_file_patch("ticks.txt", ["six ticks"])),
         mp.text("Done."))
 
 
@@ -88,6 +89,14 @@ def test_an_api_run_streams_output_reasoning_the_plan_and_two_texts(home, mock_p
         {"id": "1", "content": "count the ticks", "status": "in_progress"},
         {"id": "2", "content": "answer", "status": "pending"}]
     assert plan["explanation"] == "two steps"
+
+    # the file change as codex proposed it (before it was applied)
+    [proposed] = [e for e in events if e["event"] == "diff.proposed"]
+    [change] = proposed["changes"]
+    assert change["path"].endswith("ticks.txt") and change["kind"] == "add", proposed
+    assert "six ticks" in change["diff"], proposed
+    assert names.index("diff.proposed") < names.index("tool.completed", names.index(
+        "diff.proposed")), names
 
     # commentary and the answer: two texts for a client that joins the deltas
     joined = "".join(e["delta"] for e in events if e["event"] == "message.delta")
@@ -169,22 +178,32 @@ def test_a_chat_that_edits_its_status_sees_each_commands_output_in_one_bounded_b
         hermes, monkeypatch, tmp_path):
     """A chat platform that edits a status message in place (Telegram) shows a running
     command's last lines in one bubble per command, edited while it runs; 5 MB of output is a
-    few edits of a few lines, and no message per line is ever posted."""
+    few edits of a few lines, and no message per line is ever posted. With ``show_reasoning``
+    the answer is led by codex's reasoning summary."""
     from test_gateway_chat_approvals import Chat
 
     chat = Chat(tmp_path / "sessions", _editing_adapter_class())
     monkeypatch.setenv("TELEGRAM_ALLOWED_USERS", chat.user)
     monkeypatch.setenv("TERMINAL_CWD", str(hermes.workdir))
-    hermes.provider.enqueue(mp.exec_command(TICKS), mp.exec_command(FLOOD), mp.text("Done."))
+    config = hermes.configure()
+    config["display"] = {"show_reasoning": True}  # the answer is led by codex's reasoning
+    write_config(hermes.home, config)
+    hermes.provider.enqueue(mp.exec_command(TICKS), mp.exec_command(FLOOD),
+                            mp.text("Done.", reasoning="Counted and flooded."))
+
+    def answered() -> list[str]:
+        return [m for m in chat.adapter.sent if m.endswith("Done.")]
 
     async def conversation() -> None:
         await chat.say("work")
-        await chat.wait_for(lambda: "Done." in chat.adapter.sent, 90, "the answer")
+        await chat.wait_for(answered, 90, "the answer")
 
     try:
         asyncio.run(conversation())
     finally:
         chat.close()
+    [answer] = answered()
+    assert "Counted and flooded." in answer, answer  # Hermes' `show_reasoning`
     posted = [m for m in chat.adapter.sent if "tick-" in m or "xxxxxxxxxx" in m]
     assert posted == [], posted  # no message per line
     bubbles = {key: edits for key, edits in chat.adapter.bubbles.items()

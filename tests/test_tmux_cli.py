@@ -98,6 +98,8 @@ def test_the_cli_shows_live_output_reasoning_the_plan_and_two_texts(tmp_path, co
     # the plan as a checklist, after the box
     assert "📋 plan 0/2 done — two steps" in screen and "▸ count the ticks" in screen, screen
     assert screen.index("📋 plan") > closed, screen
+    # the new file's diff as codex proposed it
+    assert "✎ proposed:" in screen and "+six ticks" in screen, screen
     # commentary and the answer: two texts, the command's lines between them
     assert screen.index("Let me look.") < screen.index("tick-3") < screen.index("Done."), screen
     assert "Let me look.Done." not in screen

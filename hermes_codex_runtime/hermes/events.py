@@ -203,7 +203,8 @@ def _tool_started(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
 
 def _proposed(agent: Any, surfaces: Surfaces, name: str, call_id: str,
               item: Mapping[str, Any]) -> None:
-    """A file change as codex proposes it (before it is approved or applied)."""
+    """A file change as codex proposes it (before it is approved or applied): each change's
+    ``diff`` as codex gives it (a unified diff; an added file's content)."""
     changes: list[dict[str, Any]] = []
     budget = DIFF_CHARS
     for change in item.get("changes") or ():
@@ -219,7 +220,9 @@ def _proposed(agent: Any, surfaces: Surfaces, name: str, call_id: str,
         return
     surfaces.event("diff.proposed", tool=name, tool_call_id=call_id, changes=changes)
     lines = [f"  ┊ ✎ proposed: {', '.join(str(c['path']) for c in changes)}"]
-    diff_lines = [line for c in changes for line in str(c["diff"]).splitlines()]
+    # codex gives an added (deleted) file's content as its diff: shown as added (removed) lines
+    diff_lines = [{"add": "+", "delete": "-"}.get(str(c["kind"]), "") + line
+                  for c in changes for line in str(c["diff"]).splitlines()]
     lines += [f"  ┊   {line[:200]}" for line in diff_lines[:DIFF_LINES]]
     if len(diff_lines) > DIFF_LINES:
         lines.append(f"  ┊   … {len(diff_lines) - DIFF_LINES} more lines")
