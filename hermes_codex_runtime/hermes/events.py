@@ -64,7 +64,6 @@ def shown_arguments(value: Any) -> Any:
 
 
 ACTIVITY_TOUCH_EVERY = 1.0  # seconds between touches of the agent's activity clock
-STATUS_KINDS = ("retrying", "quiet")  # shown as Hermes status lines (CLI and gateway)
 REASONING_PREVIEW = 500  # characters of a reasoning summary in ``reasoning.available``
 DIFF_CHARS = 8000  # characters of proposed diffs in one ``diff.proposed``
 DIFF_LINES = 40  # lines of a proposed diff previewed in the CLI
@@ -302,7 +301,7 @@ def _diff(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
-    "retrying": _status, "quiet": _status,
+    "retrying": _status, "quiet": _status,  # Hermes status lines (CLI and gateway)
     "text_delta": _text,
     "message_started": lambda agent, event, state: _segment_break(agent, state),
     "reasoning_delta": _reasoning_delta,

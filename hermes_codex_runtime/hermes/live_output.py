@@ -85,7 +85,7 @@ class LiveOutput:
         tail = self._redact(output[-CHUNK:])
         surfaces.event("tool.output", tool=self.tool.name, tool_call_id=self.tool.call_id,
                        final=True, output=tail, omitted=max(0, len(output) - CHUNK))
-        more = self.lines - self.cli_shown
+        more = max(self.lines, len(_lines(output))) - self.cli_shown  # coalesced ones too
         if more > 0:
             surfaces.print(agent, f"  ┊ │ … {more} more line{'s' if more != 1 else ''}")
         if self._chat_sent:
