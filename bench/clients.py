@@ -11,7 +11,8 @@ Usage: ``python bench/clients.py <client> <scenario> <config.json>``. Clients:
 * ``sdk`` — the official ``openai-codex`` SDK's ``CodexClient`` (runs in its own venv).
 
 Scenarios: ``warm`` (20 trivial turns), ``stream`` (a 2,000-delta turn), ``approval`` (a turn with
-one command approval; also the approval delay: request line read → reply written), ``cold``
+one command approval; also the approval delay: request line read → reply written), ``output`` (a
+turn whose command prints 5 MB as it runs), ``cold``
 (spawn → initialize → thread → first turn), ``flood`` (a fake app-server writing 50,000 deltas),
 ``close`` (``close()`` with a grandchild in its own session). The raw and sdk clients import
 nothing from this project.
@@ -395,7 +396,7 @@ def main() -> None:
         times.sort()
         out["turn_ms"] = 1000 * times[len(times) // 2]
         out["rss_mib"] = rss_mib()
-    elif scenario in ("stream", "approval"):
+    elif scenario in ("stream", "approval", "output"):
         client.turn(thread_id, "warm up")
         t = time.perf_counter()
         cpu = time.process_time()

@@ -50,7 +50,9 @@ from hermes_codex_runtime.testing.schema import ProtocolSchema  # noqa: E402
 from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noqa: E402
 
 CLIENTS = ["raw", "ours", "ours-agent", "hermes", "hermes-agent", "sdk"]
-SCENARIOS = ["cold", "warm", "stream", "approval", "flood", "close"]
+SCENARIOS = ["cold", "warm", "stream", "approval", "output", "flood", "close"]
+#: a command that prints 5 MB (50,000 lines) after codex has announced it: all of it streams
+OUTPUT_COMMAND = "sleep 0.5; head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99"
 #: Scenarios of bench/fleet.py, and the knee (bench/knee.py).
 FLEET_SCENARIOS = list(fleet.SCENARIOS)
 SDK_VENV = ROOT / "bench" / ".venv-sdk"
@@ -102,6 +104,8 @@ def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -
     elif scenario == "approval":
         provider.enqueue(mp.text("ok"), mp.exec_command("echo approved", escalated=True),
                          mp.text("done"))
+    elif scenario == "output":
+        provider.enqueue(mp.text("ok"), mp.exec_command(OUTPUT_COMMAND), mp.text("done"))
     elif scenario == "flood":
         fake.set_scenario({"turns": [[{"message": "warm"}],
                                      [{"flood": FLOOD, "flood_delta": FLOOD_DELTA}]]})
@@ -302,6 +306,7 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list
         "stream": [("turn_ms", "2,000-delta turn ms"), ("cpu_ms", "client CPU, stream turn ms")],
         "approval": [("turn_ms", "approval turn ms"), ("cpu_ms", "client CPU, approval turn ms"),
                      ("approval_delay_ms", "approval delay ms")],
+        "output": [("turn_ms", "5 MB command output turn ms")],
         "flood": [("deltas_per_s", "flood deltas/s"), ("peak_rss_mib", "flood peak RSS MiB")],
         "close": [("close_ms", "close() with a grandchild ms"), ("orphans", "orphans left")],
     }

@@ -10,7 +10,10 @@ A host that speaks chat completions keeps a transcript of ``assistant`` messages
 * assistant text between tool calls is kept, in order, as interim assistant messages; the turn's
   final assistant text (the last agent message) comes last;
 * items left open when the turn ends (interrupt, steer, a ``cancel`` decision) are closed in the
-  projection — their partial output is kept and marked, never lost.
+  projection — their partial output is kept and marked, never lost;
+* a command or patch codex ran without any item notification (codex #47433: the sandbox denied
+  it at once) is added afterwards from what codex recorded (:meth:`Projector.reconcile`), in the
+  order codex recorded it, with its output — and never twice.
 
 It also names what happened for the host's progress display (:class:`ToolCall`). Pure state: no
 I/O, and it never raises on a malformed or unexpected notification sequence.
@@ -20,7 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +45,26 @@ class ToolCall:
     name: str
     arguments: JsonObject
     item_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """A tool call as codex recorded it for the model: its call id (a tool item's id), the
+    tool's name, its arguments as the model sent them (JSON, or a patch's text) and the output
+    the model was shown (``None``: none recorded)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    output: str | None
+
+
+#: The recorded calls that become command and file-change items (whose item id is the call id);
+#: other tools (the plan, MCP, host tools) have no item or a different id and are not added.
+RECORDED_COMMANDS = frozenset({"exec_command", "shell", "shell_command"})
+RECORDED_TOOLS = RECORDED_COMMANDS | {"apply_patch"}
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
+_EXIT_CODE = re.compile(r"^Process exited with code (-?\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -153,6 +177,7 @@ class Projector:
         self._done: set[str] = set()
         self._pending_text: list[tuple[str, str]] = []  # (item id, text) of agent messages
         self._announced: set[str] = set()  # interim messages already handed out
+        self._sources: list[str] = []  # the codex item id behind each of ``messages``
         self._finished = False
 
     # ---------------------------------------------------------------- feeding
@@ -222,16 +247,20 @@ class Projector:
         self._flush_interim_text()
         name, args = describe_tool(item)
         call = ToolCall(tool_call_id(item_id), name, args, item_id)
-        self.messages.append({
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": call.call_id, "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(args)}}],
-        })
-        self.messages.append({"role": "tool", "tool_call_id": call.call_id, "name": name,
-                              "content": tool_result(item, streamed, closed_early=closed_early)})
-        self.tool_iterations += 1
+        self._add(len(self.messages), item_id, call, tool_result(item, streamed,
+                                                                 closed_early=closed_early))
         return call
+
+    def _add(self, index: int, item_id: str, call: ToolCall, result: str) -> None:
+        """A tool call and its result, as two messages at ``index``."""
+        self.messages[index:index] = [
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": call.call_id, "type": "function",
+                             "function": {"name": call.name,
+                                          "arguments": json.dumps(call.arguments)}}]},
+            {"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": result}]
+        self._sources[index:index] = [item_id, item_id]
+        self.tool_iterations += 1
 
     def take_interim(self) -> list[str]:
         """Completed agent messages that a later item has shown to be interim (commentary before
@@ -244,9 +273,13 @@ class Projector:
         return out
 
     def _flush_interim_text(self) -> None:
-        for _item_id, text in self._pending_text:
-            self.messages.append({"role": "assistant", "content": text})
+        for item_id, text in self._pending_text:
+            self._text(item_id, text)
         self._pending_text.clear()
+
+    def _text(self, item_id: str, text: str) -> None:
+        self.messages.append({"role": "assistant", "content": text})
+        self._sources.append(item_id)
 
     # ---------------------------------------------------------------- finishing
 
@@ -269,12 +302,10 @@ class Projector:
             self.partial_final = self._pending_text[-1][0] not in self._completed_text_ids
         self._finished = True
         if self._pending_text:
-            *interim, (_item_id, final) = self._pending_text
-            for _iid, text in interim:
-                self.messages.append({"role": "assistant", "content": text})
+            for item_id, text in self._pending_text:
+                self._text(item_id, text)
+            self.final_text = self._pending_text[-1][1]
             self._pending_text.clear()
-            self.final_text = final
-            self.messages.append({"role": "assistant", "content": final})
         elif self.messages and self.messages[-1].get("role") == "assistant" \
                 and isinstance(self.messages[-1].get("content"), str):
             self.final_text = self.messages[-1]["content"]
@@ -284,6 +315,61 @@ class Projector:
         """True when an item with this id was started or completed in this turn."""
         return item_id in self._open or item_id in self._done
 
+    def reconcile(self, calls: Sequence[RecordedCall], order: Sequence[str]) -> int:
+        """After :meth:`finish`: add the command and patch calls codex recorded for this turn that
+        no item notification announced. ``order`` is the ids of what codex recorded (messages and
+        calls), in its order: each call goes before the first projected message codex recorded
+        after it (else before the final answer). Returns how many were added; a call already
+        projected (or added) is never added again."""
+        rank = {item_id: index for index, item_id in enumerate(order)}
+        added = 0
+        for recorded in calls:
+            if recorded.call_id in self._done or recorded.name not in RECORDED_TOOLS:
+                continue
+            self._done.add(recorded.call_id)
+            name, args, result = _recorded_tool(recorded)
+            after = rank.get(recorded.call_id, len(rank))
+            index = next((i for i, source in enumerate(self._sources)
+                          if rank.get(source, -1) > after), None)
+            if index is None:
+                last = self.messages[-1] if self.messages else None
+                final = last is not None and last.get("role") == "assistant" \
+                    and isinstance(last.get("content"), str)
+                index = len(self.messages) - 1 if final else len(self.messages)
+            self._add(index, recorded.call_id,
+                      ToolCall(tool_call_id(recorded.call_id), name, args, recorded.call_id),
+                      result)
+            added += 1
+        return added
+
     def has_completed_answer(self) -> bool:
         """True when a completed agent message is the latest thing in the turn (no tool after)."""
         return bool(self._pending_text) and not self._open
+
+
+def _recorded_tool(call: RecordedCall) -> tuple[str, JsonObject, str]:
+    """``(tool name, arguments, result)`` of a recorded call, as :func:`describe_tool` and
+    :func:`tool_result` give them for the item it would have been."""
+    output = call.output or ""
+    if call.name == "apply_patch":
+        changes = [{"path": path, "kind": kind.lower()}
+                   for kind, path in _PATCH_FILE.findall(call.arguments)]
+        body = output.split("\nOutput:\n", 1)[-1].strip()
+        paths = ", ".join(str(c["path"]) for c in changes)
+        return "apply_patch", {"changes": changes}, _clip(
+            f"[file change] {paths}" + (f"\n{body}" if body else ""))
+    try:
+        parsed = json.loads(call.arguments)
+    except ValueError:
+        parsed = None
+    arguments: Mapping[str, Any] = parsed if isinstance(parsed, Mapping) else {}
+    command = arguments.get("cmd") or arguments.get("command") or ""
+    if isinstance(command, list):
+        command = shlex.join(str(part) for part in command)
+    args: JsonObject = {"command": str(command)}
+    if arguments.get("workdir"):
+        args["cwd"] = arguments["workdir"]
+    code = _EXIT_CODE.search(output)
+    body = output.split("\nOutput:\n", 1)[1] if "\nOutput:\n" in output else output
+    head = f"[exit code {code.group(1)}]" if code else "[completed]"
+    return "exec_command", args, _clip(f"{head}\n{body}" if body else head)

@@ -173,8 +173,11 @@ class ApprovalRequest:
 @dataclass(frozen=True, slots=True)
 class CodexEvent:
     """Progress for the host's display. ``kind`` is one of: ``text_delta``, ``reasoning_delta``,
-    ``interim_message`` (a completed message a later item showed was not the answer),
-    ``tool_started``, ``tool_output`` (a command's live output, ``text`` = the delta),
+    ``reasoning`` (a reasoning item completed: ``text`` is its whole summary, also when none of
+    it was streamed), ``message_started`` (another agent message begins: text streamed before it
+    is a segment of its own), ``interim_message`` (a completed message a later item showed was
+    not the answer), ``tool_started`` (``params["item"]`` is the item: a file change carries its
+    proposed diffs), ``tool_output`` (a command's live output, ``text`` = the delta),
     ``tool_completed``, ``plan`` (codex's plan changed; ``params`` has ``plan``/``explanation``),
     ``diff`` (the turn's file changes so far; ``params["diff"]``), ``approval_requested``,
     ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``, ``config_warning``
@@ -210,6 +213,7 @@ class TurnResult:
     submitted_user_text: str = ""
     thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
     model: str | None = None  # the model codex reported for the thread (not the host's name)
+    reasoning: str = ""  # the turn's last reasoning summary
     fallback: Any = None  # what the host's fallback produced for this turn, if it ran
     endpoint: str | None = None  # the remote app-server the thread lives on (None: local)
 

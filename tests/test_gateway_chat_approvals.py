@@ -120,10 +120,11 @@ def _chat_adapter_class() -> type:
 
 
 class Chat:
-    """One Telegram DM with a real GatewayRunner behind it, the adapter wired the way
-    ``GatewayRunner.start()`` wires a platform's."""
+    """One Telegram DM with a real GatewayRunner behind it, the adapter (``adapter_class``, a
+    subclass of the list-wired one) wired the way ``GatewayRunner.start()`` wires a
+    platform's."""
 
-    def __init__(self, sessions_dir: Path) -> None:
+    def __init__(self, sessions_dir: Path, adapter_class: type | None = None) -> None:
         from gateway.config import GatewayConfig, Platform, PlatformConfig
         from gateway.run import GatewayRunner
         from gateway.session import SessionSource
@@ -131,7 +132,7 @@ class Chat:
         platform_config = PlatformConfig(enabled=True, token="chat-test-token")
         self.runner = GatewayRunner(GatewayConfig(platforms={Platform.TELEGRAM: platform_config},
                                                   sessions_dir=sessions_dir))
-        adapter = _chat_adapter_class()(platform_config, Platform.TELEGRAM)
+        adapter = (adapter_class or _chat_adapter_class())(platform_config, Platform.TELEGRAM)
         adapter.gateway_runner = self.runner
         adapter.set_message_handler(self.runner._handle_message)
         adapter.set_session_store(self.runner.session_store)

@@ -61,8 +61,8 @@ def test_a_long_quiet_codex_turn_keeps_the_agents_activity_clock_ticking(hermes)
 
 def test_codex_progress_reaches_hermes_display(hermes):
     """Interim messages go through Hermes' interim-message path, file changes become a status
-    line (once per file), and a command's live output is the agent's current activity while it
-    runs."""
+    line (once per file set), and a command's live output is the agent's current activity while
+    it runs."""
     statuses: list[str] = []
     interim: list[str] = []
     activity: list[str] = []
@@ -97,23 +97,18 @@ def test_codex_progress_reaches_hermes_display(hermes):
     assert any("output: tick-" in a for a in activity if a), sorted(set(activity))
 
 
-def test_plan_updates_become_one_status_line_per_change(hermes, fake_codex):
-    """codex's plan (``turn/plan/updated``; the mock model has no plan tool, so the fake sends
-    it) is shown as Hermes status lines, once per change."""
+def test_plan_updates_become_one_checklist_per_change(hermes):
+    """codex's plan tool is on for every thread: each real change of the model's plan is a
+    checklist in Hermes' status (one chat bubble, keyed ``codex-plan``); a repeat is not."""
     def plan(*statuses):
         steps = [{"step": name, "status": status}
                  for name, status in zip(("look", "write"), statuses, strict=True)]
-        return {"notify": {"method": "turn/plan/updated",
-                           "params": {"explanation": None, "plan": steps}}}
+        return mp.tool_call("update_plan", {"plan": steps})
 
-    hermes.configure(codex_bin=fake_codex.path)
-    fake_codex.set_scenario({"turns": [[plan("inProgress", "pending"),
-                                        plan("inProgress", "pending"),
-                                        plan("completed", "inProgress"),
-                                        {"message": "planned"}]]})
-    statuses: list[str] = []
-    agent = hermes.agent(status_callback=lambda kind, message: statuses.append(message))
+    hermes.provider.enqueue(plan("in_progress", "pending"), plan("in_progress", "pending"),
+                            plan("completed", "in_progress"), mp.text("planned"))
+    statuses: list[tuple[str, str]] = []
+    agent = hermes.agent(status_callback=lambda kind, message: statuses.append((kind, message)))
     assert agent.run_conversation("plan it")["final_response"] == "planned"
-    assert [s for s in statuses if s.startswith("codex plan")] == [
-        "codex plan: 0/2 done; now: look", "codex plan: 1/2 done; now: write"]
-    fake_codex.assert_wire_clean()
+    assert [message for kind, message in statuses if kind == "codex-plan"] == [
+        "📋 plan 0/2 done\n  ▸ look\n  ○ write", "📋 plan 1/2 done\n  ✓ look\n  ▸ write"]

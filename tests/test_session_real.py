@@ -443,3 +443,32 @@ def test_several_agents_through_one_runtime_at_once_keep_to_themselves(make_runt
     assert len(threads) == 4
     # one shared codex process for all four, or one per agent — never more
     assert len(make_runtime.connections) == (1 if SHARED else 4)
+
+
+def test_a_command_the_sandbox_denies_at_once_is_in_the_turns_messages_once(make_runtime,
+                                                                           mock_provider):
+    """codex #47433: ``touch`` in a read-only sandbox is denied before codex announces the
+    command (no item notification at all), yet the model is shown its output. The turn's messages
+    get it from codex's record of the turn, in order and once; a command codex did announce is
+    not added again."""
+    home = make_runtime.workdir.parent / "home"  # an empty HOME: codex denies at once there
+    home.mkdir()
+    settings = SessionSettings(**make_runtime.settings_defaults, cwd=str(make_runtime.workdir),
+                               sandbox="read-only", turn_timeout=60.0,
+                               extra_env={"HOME": str(home)})
+    mock_provider.enqueue(mp.exec_command("echo announced"), mp.exec_command("touch notes.txt"),
+                          mp.text("Done."))
+    runtime, host = make_runtime(settings)
+    turn = runtime.run_turn(Agent(), "write notes")
+    assert turn.ok, turn.error
+    calls = [m["tool_calls"][0] for m in turn.messages if m.get("tool_calls")]
+    commands = [json.loads(c["function"]["arguments"])["command"] for c in calls]
+    assert len(commands) == 2 and "echo announced" in commands[0], commands
+    assert "touch notes.txt" in commands[1], commands
+    results = [m for m in turn.messages if m["role"] == "tool"]
+    assert "Read-only file system" in results[1]["content"]
+    assert results[1]["tool_call_id"] == calls[1]["id"]
+    assert turn.messages[-1] == {"role": "assistant", "content": "Done."}
+    assert turn.tool_iterations == 2
+    started = [e.tool.item_id for e in host.events if e.kind == "tool_started"]
+    print(f"\ncommands announced by codex: {started}")

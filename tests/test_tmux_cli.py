@@ -54,3 +54,52 @@ def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, m
     assert len(outputs) == 2
     assert "tmux-approved-once" in outputs[0]
     assert "tmux-should-not-run" not in outputs[1]
+
+
+def test_the_cli_shows_live_output_reasoning_the_plan_and_two_texts(tmp_path, codex_binary,
+                                                                    mock_provider):
+    """In the interactive CLI: the reasoning summary in Hermes' reasoning box, closed before
+    anything else prints; the plan as a checklist; a command's lines as it prints them — well
+    before the tool's line; the commentary and the answer as two texts."""
+    from test_hermes_live import scenario
+
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    home = tmp_path / "hermes-home"
+    write_hermes_home(home, base_config(codex_home=str(codex_home)))
+    scenario(mock_provider)
+    tmux = Tmux([HERMES, "chat"], hermes_env(home), tmp_path)
+    first_seen: dict[str, float] = {}
+    needles = ("tick-3", "tick-5", "exec_comm", "Done.")
+    try:
+        tmux.wait_for("Type your message")
+        tmux.say("count the ticks")
+        deadline = time.monotonic() + 90
+        while "Done." not in first_seen and time.monotonic() < deadline:
+            screen = tmux.screen()
+            for needle in needles:
+                if needle in screen:
+                    first_seen.setdefault(needle, time.monotonic())
+            time.sleep(0.05)
+        screen = tmux.screen()
+        tmux.keys("/exit", "Enter")
+    finally:
+        tmux.close()
+    assert set(first_seen) == set(needles), screen
+    # the lines, as the command printed them, before its tool line
+    assert first_seen["exec_comm"] - first_seen["tick-3"] >= 1.0, (first_seen, screen)
+    assert first_seen["tick-5"] - first_seen["tick-3"] >= 0.6, (first_seen, screen)
+    # the reasoning box (its label is untranslated on the 0.22 line) holds the summary alone
+    opened = screen.rindex("┌─", 0, screen.index("Planning the ticks."))
+    closed = screen.index("└", opened)
+    assert "┊" not in screen[opened:closed], screen
+    # the plan as a checklist, after the box
+    assert "📋 plan 0/2 done — two steps" in screen and "▸ count the ticks" in screen, screen
+    assert screen.index("📋 plan") > closed, screen
+    # the new file's diff as codex proposed it
+    assert "✎ proposed:" in screen and "+six ticks" in screen, screen
+    # commentary and the answer: two texts, the command's lines between them
+    assert screen.index("Let me look.") < screen.index("tick-3") < screen.index("Done."), screen
+    assert "Let me look.Done." not in screen

@@ -10,11 +10,12 @@ only used by the test suite. The manifest's table is generated from :data:`SYMBO
 from __future__ import annotations
 
 from hermes_codex_runtime.hermes.compat_agent import AGENT_SYMBOLS
+from hermes_codex_runtime.hermes.compat_display import DISPLAY_SYMBOLS
 from hermes_codex_runtime.hermes.compat_seams import SEAM_SYMBOLS
 from hermes_codex_runtime.hermes.host_symbols import HostSymbol
 
 #: Every symbol, in the manifest's order.
-SYMBOLS: tuple[HostSymbol, ...] = (*SEAM_SYMBOLS, *AGENT_SYMBOLS)
+SYMBOLS: tuple[HostSymbol, ...] = (*SEAM_SYMBOLS, *AGENT_SYMBOLS, *DISPLAY_SYMBOLS)
 
 
 def _cell(text: str) -> str:

@@ -10,13 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_codex_runtime.hermes.approval_prompts import ApprovalScope
+from hermes_codex_runtime.hermes.live_output import LiveOutput
+from hermes_codex_runtime.hermes.surfaces import Surfaces
 from hermes_codex_runtime.values import TurnContext
 
 
 @dataclass(slots=True)
 class TurnState:
     """One Hermes turn: what ``run_conversation`` handed over, and what the hooks keep while it
-    runs (the display's tool clocks and last status lines, whether usage was recorded)."""
+    runs (the display's surfaces, tool clocks, live outputs and last status lines, what was
+    streamed since the last segment break, whether usage was recorded)."""
 
     messages: list[dict[str, Any]]
     user_message: Any
@@ -30,6 +33,11 @@ class TurnState:
     epilogue_done: bool = False
     last_touch: float = 0.0
     shown: dict[str, str] = field(default_factory=dict)  # the last plan/diff status shown
+    surfaces: Surfaces | None = None  # found on the turn's first event
+    live: dict[str, LiveOutput] = field(default_factory=dict)  # running commands, by item id
+    text_streamed: bool = False  # answer text streamed since the last segment break
+    reasoning_open: bool = False  # reasoning shown since then (the CLI's box is open)
+    reasoning_streamed: set[str] = field(default_factory=set)  # reasoning items with deltas
 
 
 #: The context of a Hermes turn.

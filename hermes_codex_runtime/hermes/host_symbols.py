@@ -1,7 +1,7 @@
 """What one row of the adapter's list of Hermes symbols says: :class:`HostSymbol` — where the
 symbol lives, what it is used for, whether a working install needs it, the host lines it was
-verified on and what the plugin does without it. The rows are in :mod:`.compat_seams` and
-:mod:`.compat_agent`; :mod:`.compat` puts them together.
+verified on and what the plugin does without it. The rows are in :mod:`.compat_seams`,
+:mod:`.compat_agent` and :mod:`.compat_display`; :mod:`.compat` puts them together.
 """
 
 from __future__ import annotations

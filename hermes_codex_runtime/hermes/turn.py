@@ -38,7 +38,7 @@ def _result(agent: Any, turn: TurnResult, messages: list[dict[str, Any]]) -> dic
     last_prompt = getattr(compressor, "last_prompt_tokens", 0) if compressor else 0
     result: dict[str, Any] = {
         "final_response": final,
-        "last_reasoning": None,
+        "last_reasoning": turn.reasoning or None,  # the gateway's `show_reasoning`
         "messages": messages,
         # a usage limit refused the request: nothing was answered or billed (the host may count
         # this result's calls when it completes the turn on its fallback)
@@ -116,6 +116,7 @@ def _run_turn(agent: Any, state: TurnState) -> dict[str, Any]:
     previous_abort = getattr(agent, "_active_request_abort", None)
     abort = controls.abort_hook(agent)
     agent._active_request_abort = abort
+    agent._stream_needs_break = False  # this turn's first text starts no paragraph
     reset = getattr(agent, "_reset_stream_delivery_tracking", None)
     if callable(reset):
         try:

@@ -9,6 +9,7 @@ The rooms:
 * :mod:`.turn` — :class:`~.turn.TurnDriver`: one turn's loop over the ordered inbound stream;
 * :mod:`.notes` — what each notification does, as a table;
 * :mod:`.broker` — the server requests of a session (approvals off the stream, host tools);
+* :mod:`.rollout` — what codex recorded of a turn (a tool call it ran without telling);
 * :mod:`.failures` — one classification of what went wrong into a failure.
 
 Where the thread runs (a shared app-server, a process of its own, an endpoint) is the pool's

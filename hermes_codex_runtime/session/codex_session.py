@@ -40,7 +40,7 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
-from hermes_codex_runtime.session import thread
+from hermes_codex_runtime.session import rollout, thread
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.session.failures import (
     LoginMissing,
@@ -113,6 +113,7 @@ class CodexSession:
         self.thread_id: str | None = None
         self.thread_origin: str | None = None
         self.model: str | None = None  # what codex said it runs the thread on
+        self._rollout: str | None = None  # the thread's rollout file, on a local app-server
         self._interrupt = threading.Event()
         self._lock = threading.RLock()
         self._active_turn: str | None = None
@@ -248,6 +249,7 @@ class CodexSession:
             opened = thread.start(conn, self.settings, self.cwd, instructions, seed, walls)
         self.thread_id, self.thread_origin = opened.thread_id, opened.origin
         self.model = opened.model or self.model
+        self._rollout = opened.path if self.endpoint is None else None
         return opened.thread_id
 
     def read_thread(self) -> dict[str, Any]:
@@ -421,14 +423,16 @@ class CodexSession:
                             "turn was starting"), retire=False)
         return False
 
-    def _driver(self, result: TurnResult, conn: Channel, thread_id: str,
-                turn_id: str | None) -> TurnDriver:
+    def _driver(self, result: TurnResult, conn: Channel, thread_id: str, turn_id: str | None,
+                at: rollout.Mark | None = None) -> TurnDriver:
         return TurnDriver(conn, self.settings, result, thread_id, turn_id, broker=self._broker,
                           emit=self._emit, interrupted=self._interrupt, on_turn=self._set_turn,
-                          transport_failure=self._transport_failure)
+                          transport_failure=self._transport_failure,
+                          recorded=(lambda turn: rollout.read_turn(at, turn)) if at else None)
 
     def _start_turn(self, result: TurnResult, conn: Channel, thread_id: str,
                     items: list[dict[str, Any]]) -> TurnDriver | None:
+        at = rollout.mark(self._rollout)  # what codex records of this turn is read from here
         try:
             reply = thread.request(conn, "turn/start", turn_start_params(
                 thread_id, items, model=self.settings.model, effort=self.settings.effort),
@@ -444,7 +448,7 @@ class CodexSession:
         result.turn_id = turn_id
         if self.settings.model:
             self.model = result.model = self.settings.model  # a turn override sticks
-        return self._driver(result, conn, thread_id, turn_id)
+        return self._driver(result, conn, thread_id, turn_id, at)
 
     def _start_compaction(self, result: TurnResult, conn: Channel,
                           thread_id: str) -> TurnDriver | None:

@@ -83,6 +83,25 @@ def _reasoning(view: TurnView, params: Mapping[str, Any], method: str) -> str:
     return ACTIVITY
 
 
+def _reasoning_part(view: TurnView, params: Mapping[str, Any]) -> str:
+    """A further section of a reasoning summary starts: a paragraph break between sections."""
+    index = params.get("summaryIndex")
+    if isinstance(index, int) and index > 0:
+        view.emit(CodexEvent("reasoning_delta", "\n\n",
+                             method="item/reasoning/summaryPartAdded", params=params))
+    return ACTIVITY
+
+
+def reasoning_text(item: Mapping[str, Any]) -> str:
+    """A reasoning item's text: its summary sections (else its raw reasoning), one paragraph
+    each."""
+    for key in ("summary", "content"):
+        parts = [p for p in item.get(key) or () if isinstance(p, str) and p.strip()]
+        if parts:
+            return "\n\n".join(parts)
+    return ""
+
+
 def _command_output(view: TurnView, params: Mapping[str, Any]) -> str:
     method = "item/commandExecution/outputDelta"
     view.projector.feed(method, params)
@@ -112,8 +131,11 @@ def _item_started(view: TurnView, params: Mapping[str, Any]) -> str:
         for text in view.projector.take_interim():
             view.emit(CodexEvent("interim_message", text, method=method))
         view.emit(CodexEvent("tool_started", call.name, tool=call, method=method, params=params))
-    if isinstance(item, Mapping) and item.get("type") == "contextCompaction":
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    if kind == "contextCompaction":
         view.result.compacted = True
+    elif kind == "agentMessage":
+        view.emit(CodexEvent("message_started", method=method, params=params))
     return ACTIVITY
 
 
@@ -129,6 +151,9 @@ def _item_completed(view: TurnView, params: Mapping[str, Any]) -> str:
         if item.get("type") == "agentMessage" and item.get("phase") == "commentary":
             for text in view.projector.take_interim():  # commentary is never the answer
                 view.emit(CodexEvent("interim_message", text, method=method))
+        if item.get("type") == "reasoning" and (text := reasoning_text(item)):
+            view.result.reasoning = text
+            view.emit(CodexEvent("reasoning", text, method=method, params=params))
     if call is not None:
         view.emit(CodexEvent("tool_completed", call.name, tool=call, method=method,
                              params=params))
@@ -194,6 +219,7 @@ HANDLERS: dict[str, Handler] = {
         lambda view, params: _reasoning(view, params, "item/reasoning/summaryTextDelta"),
     "item/reasoning/textDelta":
         lambda view, params: _reasoning(view, params, "item/reasoning/textDelta"),
+    "item/reasoning/summaryPartAdded": _reasoning_part,
     "item/commandExecution/outputDelta": _command_output,
     "turn/plan/updated": _plan,
     "turn/diff/updated": _diff,

@@ -75,6 +75,7 @@ class Opened:
     thread_id: str
     origin: str  # "resumed" | "forked" | "started" | "seeded" (fresh, with the history seed)
     model: str | None  # what codex said it runs the thread on
+    path: str | None = None  # the thread's rollout file, where its app-server runs
 
 
 def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -92,15 +93,21 @@ def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: codex's plan tool, off in an app-server thread unless asked for: with it, the model's plan
+#: reaches the host (``turn/plan/updated``). A ``tools`` key in the settings' config wins.
+PLAN_TOOL = {"tools": {"update_plan": {"enabled": True}}}
+
+
 def overrides(settings: SessionSettings, cwd: str, walls: ThreadPermissions) -> dict[str, Any]:
     """What every ``thread/start`` and ``thread/resume`` carries of the session's settings —
-    with its walls: a permission profile, or ``sandbox`` alone (never both)."""
+    with its walls: a permission profile, or ``sandbox`` alone (never both) — and the plan
+    tool (:data:`PLAN_TOOL`)."""
     s = settings
     return {"cwd": cwd, "model": s.model, "model_provider": s.model_provider,
             "approval_policy": walls.approval_policy or s.approval_policy,
             "approvals_reviewer": s.approvals_reviewer,
             "sandbox": walls.sandbox, "personality": "none",
-            "config": {**(s.config_overrides or {}), **walls.config,
+            "config": {**PLAN_TOOL, **(s.config_overrides or {}), **walls.config,
                        "shell_environment_policy":
                        command_env_policy(s.command_env_passthrough)}}
 
@@ -108,6 +115,12 @@ def overrides(settings: SessionSettings, cwd: str, walls: ThreadPermissions) -> 
 def _model(response: Mapping[str, Any]) -> str | None:
     model = response.get("model")
     return model if isinstance(model, str) and model else None
+
+
+def _path(response: Mapping[str, Any]) -> str | None:
+    thread = response.get("thread")
+    path = thread.get("path") if isinstance(thread, Mapping) else None
+    return path if isinstance(path, str) and path else None
 
 
 def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
@@ -133,7 +146,7 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
     answered = (result.get("thread") or {}).get("id")
     if answered == stored:
         log.info("codex thread %s resumed", stored)
-        return Opened(stored, "resumed", _model(result))
+        return Opened(stored, "resumed", _model(result), _path(result))
     log.warning("codex answered thread/resume for %s with thread %r; starting fresh", stored,
                 answered)
     return None
@@ -185,7 +198,7 @@ def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str 
         raise ServerError("thread/start", -32603, "codex returned no thread id")
     origin = "seeded" if seed_text else "started"
     log.info("codex thread %s started (%s)", thread_id, origin)
-    return Opened(thread_id, origin, _model(result))
+    return Opened(thread_id, origin, _model(result), _path(result))
 
 
 def check_config(conn: Channel, settings: SessionSettings) -> list[str]:

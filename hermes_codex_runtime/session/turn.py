@@ -8,7 +8,9 @@ other threads' or turns' notifications are skipped. It ends on THIS turn's ``tur
 ``turn/interrupt`` (once, bounded) when the session was interrupted. While codex is silent a
 ``working`` event tells the host every :data:`HEARTBEAT` seconds that the turn is alive.
 A turn whose thread went idle without its ``turn/completed`` (a codex bug), or that has been
-silent a long while, is completed from codex's record of it (:mod:`.recovery`).
+silent a long while, is completed from codex's record of it (:mod:`.recovery`). At the
+end, the projected messages are reconciled with what codex recorded of the turn (a tool call it
+ran without item notifications is added, see :mod:`.rollout`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import Failure, FailureKind, scope_of, turn_interrupt_params
 from hermes_codex_runtime.session import notes, recovery
 from hermes_codex_runtime.session.broker import RequestBroker
+from hermes_codex_runtime.session.rollout import RecordedTurn
 from hermes_codex_runtime.usage import UsageAccumulator
 from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
 from hermes_codex_runtime.wire import Inbound, ServerError, TransportClosed, WireError
@@ -44,7 +47,8 @@ class TurnDriver:
                  thread_id: str, turn_id: str | None, *, broker: RequestBroker,
                  emit: Callable[[CodexEvent], None], interrupted: threading.Event,
                  on_turn: Callable[[str | None], None],
-                 transport_failure: Callable[[str], Failure]) -> None:
+                 transport_failure: Callable[[str], Failure],
+                 recorded: Callable[[str], RecordedTurn | None] | None = None) -> None:
         self.conn = conn
         self.settings = settings
         self.result = result
@@ -57,6 +61,7 @@ class TurnDriver:
         self._interrupted = interrupted
         self._on_turn = on_turn
         self._transport_failure = transport_failure
+        self._recorded = recorded  # what codex recorded of a turn, by its id
         self.projector = Projector()
         self.usage = UsageAccumulator()
         self._view = notes.TurnView(result, self.projector, self.usage, broker, emit)
@@ -271,6 +276,7 @@ class TurnDriver:
     def _finish(self) -> None:
         result = self.result
         result.messages = self.projector.finish()
+        self._reconcile()
         result.final_text = self.projector.final_text
         if self.aborted:
             result.final_text = ""
@@ -280,3 +286,17 @@ class TurnDriver:
         report = self.usage.report()
         result.usage = dataclasses.replace(report, model=result.model) if report else None
         result.thread_id = self.thread_id
+
+    def _reconcile(self) -> None:
+        """Add what codex ran without telling (see :mod:`.rollout`); never raises."""
+        if self._recorded is None or not self.turn_id:
+            return
+        try:
+            record = self._recorded(self.turn_id)
+            added = self.projector.reconcile(record.calls, record.order) if record else 0
+        except Exception:
+            log.exception("reconciling turn %s with codex's record of it failed", self.turn_id)
+            return
+        if added:
+            log.info("turn %s: %d tool call(s) codex ran without item notifications were added "
+                     "from its record of the turn", self.turn_id, added)

@@ -440,6 +440,10 @@ def _make_handler(provider: MockResponsesProvider) -> type[BaseHTTPRequestHandle
                 output.append(self._message(index, message, reply))
             else:
                 for item in reply.items:
+                    if item.get("type") == "message":  # its text streams, as a model's does
+                        output.append(self._message(index, item["content"][0]["text"], reply))
+                        index += 1
+                        continue
                     self._emit("response.output_item.added",
                                {"output_index": index, "item": item})
                     self._emit("response.output_item.done", {"output_index": index, "item": item})
