@@ -12,6 +12,7 @@ its ``context`` (:mod:`.context`), never from the agent.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from hermes_codex_runtime.hermes.epilogue import epilogue
 from hermes_codex_runtime.hermes.events import bridge
 from hermes_codex_runtime.hermes.probe import find_host
 from hermes_codex_runtime.hermes.settings import (
+    PluginSettings,
     load_config,
     plugin_settings,
     sandbox_for_security_mode,
@@ -55,33 +57,18 @@ class HermesHost:
     def codex_session_settings(self, agent: Any) -> SessionSettings:
         """Binary, home, cwd, timeouts and model from config.yaml and the agent."""
         config = load_config()
-        settings = plugin_settings(config)
         review_fork = review.is_review_fork(agent)
         cwd = _session_cwd(agent)
         walled.warn_if_home(cwd)
-        return SessionSettings(
-            codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
-            codex_home=settings.codex_home,
-            cwd=cwd,
-            model=settings.codex_model or hermes_model(agent),
-            model_provider=settings.codex_model_provider,
-            turn_timeout=settings.turn_timeout,
-            sandbox="read-only" if review_fork
-            else settings.sandbox or sandbox_for_security_mode(config),
+        plugin = plugin_settings(config)
+        settings = host_settings(config, plugin, cwd=cwd)
+        return dataclasses.replace(
+            settings,
+            model=plugin.codex_model or hermes_model(agent),
+            sandbox="read-only" if review_fork else settings.sandbox,
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if review_fork else (),
-            effort=codex_effort(getattr(agent, "reasoning_config", None)),
-            env_passthrough=settings.env_passthrough,
-            command_env_passthrough=settings.command_env_passthrough,
-            client_version=_hermes_version(),
-            client_title=CLIENT_TITLE,
-            registry_path=str(paths.registry_path()),
-            app_server=settings.app_server,
-            extra_args=bounded_retries_args(settings.codex_home),
-            deny_read=walled.deny_read(settings),
-            protect=walled.protect(settings),
-            walls_cache=str(paths.walls_cache_path()),
-        )
+            effort=codex_effort(getattr(agent, "reasoning_config", None)))
 
     @hookimpl
     def codex_developer_instructions(self, agent: Any) -> str | None:
@@ -171,6 +158,31 @@ class HermesHost:
 # ---------------------------------------------------------------------- helpers
 
 
+def host_settings(config: dict[str, Any], settings: PluginSettings, *,
+                  cwd: str) -> SessionSettings:
+    """What every codex thread of this Hermes gets from config.yaml, whatever the agent: the
+    binary, home, provider, timeouts, environment, placement and walls. Threads with equal
+    answers share an app-server (the side tasks of :mod:`.side_tasks` join the sessions')."""
+    return SessionSettings(
+        codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
+        codex_home=settings.codex_home,
+        cwd=cwd,
+        model_provider=settings.codex_model_provider,
+        turn_timeout=settings.turn_timeout,
+        sandbox=settings.sandbox or sandbox_for_security_mode(config),
+        env_passthrough=settings.env_passthrough,
+        command_env_passthrough=settings.command_env_passthrough,
+        client_version=_hermes_version(),
+        client_title=CLIENT_TITLE,
+        registry_path=str(paths.registry_path()),
+        app_server=settings.app_server,
+        extra_args=bounded_retries_args(settings.codex_home),
+        deny_read=walled.deny_read(settings),
+        protect=walled.protect(settings),
+        walls_cache=str(paths.walls_cache_path()),
+    )
+
+
 #: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").
 EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high",
           "xhigh": "xhigh", "max": "xhigh", "ultra": "xhigh"}
@@ -201,8 +213,6 @@ def codex_effort(reasoning_config: Any) -> str | None:
     if reasoning_config.get("enabled") is False:
         return "minimal"
     return EFFORT.get(str(reasoning_config.get("effort") or "").lower())
-
-
 
 
 def _hermes_version() -> str:
