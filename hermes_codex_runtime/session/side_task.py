@@ -129,7 +129,8 @@ def _slot(server: SharedServer) -> threading.BoundedSemaphore:
 
 def _timeout(what: str, seconds: float) -> SideTaskFailed:
     return SideTaskFailed(Failure(FailureKind.TIMEOUT,
-                                  f"the codex side task timed out {what} ({seconds:g}s)"))
+                                  f"the codex side task timed out {what} (its deadline: "
+                                  f"{seconds:g}s)"))
 
 
 def run_side_task(pool: ServerPool, settings: SessionSettings, task: SideTask) -> SideTaskReply:
@@ -192,6 +193,8 @@ def _run(conn: Channel, settings: SessionSettings, task: SideTask,
     result = TurnResult(thread_id=thread_id, turn_id=turn_id if isinstance(turn_id, str)
                         else None, model=settings.model or _model(reply))
     _drive(conn, settings, result, thread_id)
+    if result.failure is not None and result.failure.kind is FailureKind.TIMEOUT:
+        raise _timeout("before its answer", task.timeout)
     if result.failure is not None:
         raise SideTaskFailed(result.failure)
     usage = result.usage.turn if result.usage is not None else TokenUsage()
