@@ -115,3 +115,26 @@ def test_side_tasks_are_bounded_in_time_and_in_how_many_run_at_once(make_runtime
     with pytest.raises(SideTaskFailed) as limited:
         run_side_task(runtime.pool, settings, SideTask("limited", timeout=30))
     assert limited.value.failure.kind.value == "usage_limit"
+
+
+def test_a_side_task_goes_to_the_remote_app_server_the_sessions_use(make_runtime, mock_provider,
+                                                                    tmp_path, codex_binary):
+    from hermes_codex_runtime.pool import EndpointSpec, Placement
+    from hermes_codex_runtime.session import SessionSettings
+    from hermes_codex_runtime.testing.remote_server import RemoteAppServer
+
+    remote = RemoteAppServer(tmp_path / "remote", mock_provider.base_url,
+                             codex_bin=codex_binary.path)
+    try:
+        settings = SessionSettings(
+            codex_bin=codex_binary.path, cwd=str(make_runtime.workdir), turn_timeout=60.0,
+            app_server=Placement("endpoints", endpoints=(
+                EndpointSpec(remote.url, token_file=str(remote.token_file)),)))
+        runtime, _host = make_runtime(settings)
+        mock_provider.enqueue(mp.text("the session's answer"), mp.text("Remote Title"))
+        assert runtime.run_turn(Agent(), "hello").endpoint == remote.url
+        reply = run_side_task(runtime.pool, settings, SideTask("name it", timeout=30))
+        assert reply.text == "Remote Title"
+        assert [s["endpoint"] for s in runtime.pool.snapshot()] == [remote.url]
+    finally:
+        remote.stop()

@@ -27,7 +27,9 @@ The reply is the chat-completions shape Hermes' codex adapter returns, with the 
 chat-completions form (cached and reasoning tokens broken out), so Hermes' aux accounting
 (``session_model_usage``, by task) counts it — never the turn's counters. A failure is an
 exception Hermes classifies: a usage or rate limit as a 429 (its fallback chain), a deadline as
-a timeout, a dead app-server as a connection error; the user's turn is never touched.
+a timeout, a dead app-server as a connection error; the user's turn is never touched. Hermes'
+warning "no Codex OAuth token found (run: hermes model)" — wrong advice where codex owns the
+login — is dropped for exactly the calls this module answers.
 """
 
 from __future__ import annotations
@@ -228,6 +230,10 @@ def run_request(kwargs: Mapping[str, Any], default_model: str | None) -> Any:
         log.warning("codex-runtime: a side task failed after %.1fs: %s",
                     time.monotonic() - started, exc.failure.describe())
         raise hermes_error(exc.failure) from None
+    except Exception as exc:  # a bug here must still be a failure Hermes handles
+        log.exception("codex-runtime: a side task failed unexpectedly")
+        raise CodexSideTaskError(f"codex side task failed: {type(exc).__name__}: {exc}") \
+            from None
     usage = reply.usage
     log.info("codex-runtime: side task on %s in %.2fs, tokens in %d (cached %d) out %d",
              reply.model or "codex's default model", time.monotonic() - started,
