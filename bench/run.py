@@ -13,9 +13,11 @@ After the per-client scenarios come the fleet scenarios (``bench/fleet.py``: N c
 sessions in one Hermes process and through a gateway, per app-server layout; a remote ws endpoint
 against local stdio) and the knee of one app-server (``bench/knee.py``), stored under ``fleet``,
 ``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table, and the
-replay runner's figures (``bench/replay.py``, under ``replay``).
-``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` skip them; so does a ``BENCH_SCENARIOS``
-that does not name them (``agents``, ``gateway``, ``remote``, ``knee``, ``replay``).
+replay runner's figures (``bench/replay.py``, under ``replay``) and the side tasks'
+(``bench/side_tasks.py``, under ``side_tasks``).
+``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` / ``BENCH_SIDE=0`` skip them; so does a
+``BENCH_SCENARIOS`` that does not name them (``agents``, ``gateway``, ``remote``, ``knee``,
+``replay``, ``side_tasks``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))  # fleet, knee: also when this file is l
 import fleet  # noqa: E402
 import knee  # noqa: E402
 import replay as replay_bench  # noqa: E402
+import side_tasks as side_bench  # noqa: E402
 
 from hermes_codex_runtime.generated import replace_block  # noqa: E402
 from hermes_codex_runtime.hermes.offline import write_offline_caches  # noqa: E402
@@ -250,6 +253,9 @@ def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
         out["replay"] = replay_bench.run_replay_bench(codex_bin)
     if os.environ.get("BENCH_FIRST", "1") != "0" and (not wanted or "first-turns" in wanted):
         out["first_turns"] = first_turns(codex_bin)
+    if os.environ.get("BENCH_SIDE", "1") != "0" and (not wanted or "side_tasks" in wanted):
+        print("side tasks:", flush=True)
+        out["side_tasks"] = side_bench.run_side_task_bench(codex_bin)
     return out
 
 
@@ -410,6 +416,7 @@ def render(report: dict[str, Any]) -> str:
             verdict = {True: "met", False: "MISSED", None: "NOT MEASURED"}[check["met"]]
             lines.append(f"- target ({host['host']}) {check['name']}: {verdict} — "
                          f"{check['figure']}× ({check['detail']})")
+    lines += side_bench.render_lines(report.get("side_tasks"))
     return "\n".join(lines) + "\n"
 
 

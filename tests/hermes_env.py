@@ -57,6 +57,9 @@ def base_config(**model: Any) -> dict[str, Any]:
         "security": {"allow_lazy_installs": False, "tirith_enabled": False},
         "model": model_section,
         "approvals": {"mode": "off", "timeout": 20},
+        # no session titles (a side task on codex the scripted replies would have to expect);
+        # the side-task tests switch them on
+        "auxiliary": {"title_generation": {"enabled": False}},
         # the 0.22 line asks this once before the first interactive chat; answered "no"
         "telemetry": {"shared_metrics": {"enabled": False, "send": False, "offer_version": 2}},
     }

@@ -83,6 +83,28 @@ def test_an_agent_built_like_the_cli_builds_it_runs_on_codex(hermes, monkeypatch
     assert result["final_response"] == "activated" and result["codex_thread_id"]
 
 
+@pytest.mark.parametrize(("provider", "route"),
+                         [("openai-codex", "https://chatgpt.com/backend-api/codex"),
+                          ("openai-api", "https://api.openai.com/v1")])
+def test_the_runtime_reports_the_providers_own_route_so_context_length_holds(
+        hermes, monkeypatch, provider, route):
+    """Hermes (the 0.22 line) honours ``model.context_length`` only on the configured
+    provider's own default route: the runtime reports that route as its base URL."""
+    import run_agent
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    hermes.configure(provider=provider, context_length=123456)
+    runtime = resolve_runtime_provider(requested=provider)
+    assert runtime["base_url"] == route
+    agent = run_agent.AIAgent(model="mock-model", provider=runtime["provider"],
+                              api_mode=runtime["api_mode"], api_key=runtime["api_key"],
+                              base_url=runtime["base_url"], quiet_mode=True, skip_memory=True,
+                              skip_context_files=True, session_db=hermes.session_db())
+    hermes.agents.append(agent)
+    assert agent.context_compressor.context_length == 123456
+
+
 def _hermes_codex_login(home):
     """A Hermes-side codex login (auth.json) with an unexpired, unsigned token."""
     import base64

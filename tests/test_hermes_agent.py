@@ -318,6 +318,30 @@ def test_hermes_compress_command_compacts_the_codex_thread(hermes):
     assert len(hermes.provider.requests) == 2  # codex asked the model for the summary
 
 
+def test_compress_before_a_new_agents_first_turn_compacts_the_stored_thread(hermes):
+    """A resumed process (or the gateway's throwaway compaction agent) compresses before its
+    agent ran any codex turn: the stored thread is resumed and compacted, and the next turn
+    goes on from codex's summary on the same thread."""
+    hermes.provider.enqueue(mp.text("Noted PLUM-4."))
+    first = hermes.agent()
+    r1 = first.run_conversation("remember PLUM-4")
+    first.close()
+    history = [{"role": m["role"], "content": m["content"]} for m in r1["messages"]]
+    second = hermes.agent(session_id=first.session_id)
+    before = second.context_compressor.compression_count
+    hermes.provider.enqueue(mp.text("SUMMARY-OF-PLUM"), mp.text("Carrying on."))
+    second._cached_system_prompt = second._build_system_prompt(None)  # as its turn does first
+    second._compress_context(history, None, force=True)
+    assert second.context_compressor.compression_count == before + 1
+    r2 = second.run_conversation("and now?", conversation_history=history)
+    assert r2["final_response"] == "Carrying on."
+    assert r2["codex_thread_id"] == r1["codex_thread_id"]
+    _, compact, turn = hermes.provider.requests
+    assert "remember PLUM-4" in json.dumps(compact["input"])  # the stored thread, summarised
+    sent = json.dumps(turn["input"])
+    assert "SUMMARY-OF-PLUM" in sent and "Noted PLUM-4." not in sent
+
+
 def test_codex_status_command_reports_on_the_session(hermes):
     from hermes_cli.plugins import get_plugin_command_handler, get_plugin_commands
 

@@ -62,7 +62,7 @@ def test_the_cli_callback_is_asked_and_its_choice_decides(hermes, choice, ran, m
     monkeypatch.setenv("HERMES_INTERACTIVE", "1")  # as Hermes' CLI sets it
     from tools.terminal_tool import set_approval_callback
 
-    hermes.configure(approvals={"mode": "smart"})  # smart asks like manual: no LLM is consulted
+    hermes.configure(approvals={"mode": "manual"})
     asked = []
 
     def prompt(command, description, **kwargs):

@@ -1,11 +1,15 @@
 """A codex turn's cost in Hermes' books: the session counters, the context compressor
 (``inputTokens`` includes cached tokens — counted once), the cost estimate, the session
-database, and the bookkeeping and ``session:compress`` event of a compaction codex did natively.
+database, and the bookkeeping and ``session:compress`` event of a compaction codex did natively;
+and, for ``/codex-status``, what Hermes' own books say its side tasks used
+(:func:`side_task_usage`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
 from typing import Any
 
 from hermes_codex_runtime.hermes.probe import swallowed, symbol
@@ -151,3 +155,40 @@ def record_compaction(agent: Any, turn: TurnResult) -> None:
                 "turn_id": turn.turn_id or ""})
         except Exception:
             log.debug("codex-runtime: session:compress callback failed", exc_info=True)
+
+
+_AUX_SQL = ("SELECT task, COALESCE(SUM(api_call_count), 0), COALESCE(SUM(input_tokens), 0), "
+            "COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+            "COALESCE(SUM(reasoning_tokens), 0) FROM session_model_usage "
+            "WHERE session_id = ? AND task != '' GROUP BY task ORDER BY task")
+
+
+def side_task_usage(agent: Any) -> dict[str, dict[str, int]]:
+    """Hermes' auxiliary usage of the agent's session, by task (its side tasks: titles,
+    summaries, the approval judge, the background review): ``calls``, ``input`` (uncached),
+    ``cached``, ``output``, ``reasoning``. From Hermes' own reader where it has one (the 0.22
+    line), else from its ``session_model_usage`` table (read-only)."""
+    db = getattr(agent, "_session_db", None)
+    session_id = getattr(agent, "session_id", None)
+    if db is None or not session_id:
+        return {}
+    reader = getattr(db, "auxiliary_usage_by_task", None)
+    try:
+        if callable(reader):
+            return {str(task): {"calls": int(row.get("api_calls") or 0),
+                                "input": int(row.get("input_tokens") or 0),
+                                "cached": int(row.get("cache_read_tokens") or 0),
+                                "output": int(row.get("output_tokens") or 0),
+                                "reasoning": int(row.get("reasoning_tokens") or 0)}
+                    for task, row in reader(session_id).items()}
+        path = getattr(db, "db_path", None)
+        if path is None:
+            return {}
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(_AUX_SQL, (session_id,)).fetchall()
+    except Exception:
+        swallowed("reading Hermes' auxiliary usage")
+        return {}
+    return {str(task): {"calls": int(calls), "input": int(uncached), "cached": int(cached),
+                        "output": int(output), "reasoning": int(reasoning)}
+            for task, calls, uncached, cached, output, reasoning in rows}

@@ -35,7 +35,11 @@ log = logging.getLogger("hermes_codex_runtime.hermes")
 
 CODEX_PROVIDERS = frozenset({"openai", "openai-codex", "codex", "openai-api"})
 PLACEHOLDER_KEY = "codex-app-server-owns-auth"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Each provider's own default route, where Hermes' registry does not say: the base URL Hermes'
+#: route scoping compares with (the 0.22 line honours ``model.context_length`` only for the
+#: configured provider's own route).
+DEFAULT_ROUTES = {"openai-codex": "https://chatgpt.com/backend-api/codex",
+                  "openai-api": "https://api.openai.com/v1"}
 _MARK = "__hermes_codex_runtime_wrapped__"
 
 
@@ -59,15 +63,30 @@ def runtime_applies(provider: str | None, model: Mapping[str, Any]) -> bool:
     return _applies(provider, None, model)
 
 
+def provider_route(provider: str, base_url: Any) -> str:
+    """The base URL a codex-run runtime reports: ``model.base_url`` when set, else the
+    provider's own default route (Hermes' provider registry, else :data:`DEFAULT_ROUTES`)."""
+    if isinstance(base_url, str) and base_url.strip():
+        return base_url.strip()
+    from hermes_codex_runtime.hermes.probe import symbol
+
+    registry = symbol("hermes_cli.auth", "PROVIDER_REGISTRY",
+                      feature="the provider's own route (model.context_length on 0.22)")
+    entry = registry.get(provider) if isinstance(registry, Mapping) else None
+    route = getattr(entry, "inference_base_url", None)
+    if isinstance(route, str) and route:
+        return route
+    return DEFAULT_ROUTES.get(provider, DEFAULT_ROUTES["openai-api"])
+
+
 def _synthesised(requested: str | None, model: Mapping[str, Any]) -> dict[str, Any]:
     provider = str(requested or model.get("provider") or "openai-codex").strip().lower()
     if provider in ("openai", "codex"):
         provider = "openai-codex"
-    base_url = model.get("base_url") if isinstance(model.get("base_url"), str) else None
     return {
         "provider": provider,
         "api_mode": RUNTIME_VALUE,
-        "base_url": base_url or DEFAULT_BASE_URL,
+        "base_url": provider_route(provider, model.get("base_url")),
         "api_key": PLACEHOLDER_KEY,
         "source": "codex-runtime (codex owns authentication)",
         "requested_provider": requested or model.get("provider"),
@@ -132,7 +151,8 @@ def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict
         if not patched.get("api_key"):
             patched["api_key"] = PLACEHOLDER_KEY
         if not patched.get("base_url"):
-            patched["base_url"] = model.get("base_url") or DEFAULT_BASE_URL
+            patched["base_url"] = provider_route(str(patched.get("provider") or ""),
+                                                 model.get("base_url"))
         return patched
 
     setattr(resolve_runtime_provider, _MARK, True)

@@ -12,6 +12,11 @@ toggled mid-session counts for the next request — in this order:
    ``HERMES_YOLO_MODE`` (frozen at import), or this session's ``/yolo``: accept;
 3. cron: ``approvals.cron_mode`` (``approve`` accepts, anything else declines);
 4. a pattern the user already approved for the session or permanently: accept;
+4½. ``approvals.mode: smart``, a command: Hermes' own approval judge decides first (its
+   ``_smart_approve`` prompt, its observer hooks; the 0.22 line's ``_smart_verdict``) — run on
+   codex when Hermes has no login of its own (:mod:`.side_tasks`). ``approve`` accepts this
+   command once, ``deny`` declines it, ``escalate`` (or a judge that fails) asks a person as
+   ``manual`` does;
 5. a gateway context (a chat platform, or an API-server client with an approval notifier): asked
    through Hermes' own gateway approval channel — the pending approval, the chat platform
    notified, the user's answer (or the host's timeout) resolving it;
@@ -26,8 +31,7 @@ protected place, which must never be offered "always".
 
 Choices map ``once → accept``, ``session/always → acceptForSession`` (Hermes records them too),
 ``deny/timeout → decline``. The ``pre_approval_request`` / ``post_approval_response`` plugin hooks
-fire around every question asked. No LLM is consulted ("smart" mode asks like "manual") and nothing
-is downloaded.
+fire around every question asked. Nothing is downloaded.
 
 What a prompt shows is redacted line by line (it may go to a third-party chat service), and a
 prompt is withdrawn the moment its question lapses — the turn ended, was interrupted or
@@ -230,6 +234,14 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     if auto and request.kind == "command" and call(
             approval, "_command_matches_permanent_allowlist", what, default=False):
         return Decision.ACCEPT  # a command the user allowed for good in Hermes' own prompts
+    if auto and request.kind == "command" and _smart(approval):
+        verdict = _judge(approval, what, description, pattern, key)
+        log.info("codex-runtime: Hermes' approval judge said %s for %s", verdict,
+                 redact(shown_what))
+        if verdict == "approve":
+            return Decision.ACCEPT  # this command only, as Hermes' own smart approvals do
+        if verdict == "deny":
+            return Decision.DECLINE
     public = getattr(approval, "request_tool_approval", None)
     if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)):
         if request.cancelled.is_set():
@@ -267,6 +279,42 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
         if permanent is not None:
             call(approval, "save_permanent_allowlist", permanent)
     return decision
+
+
+def _smart(approval: Any) -> bool:
+    """``approvals.mode: smart`` (from the cached config)."""
+    mode = approvals_section().get("mode", "manual")
+    normalize = find(approval, "_normalize_approval_mode")
+    try:
+        return bool((normalize(mode) if callable(normalize) else str(mode).lower()) == "smart")
+    except Exception:
+        return False
+
+
+def _judge(approval: Any, command: str, description: str, pattern: str, key: str) -> str:
+    """Hermes' approval judge on ``command``: ``approve``, ``deny`` or ``escalate`` (what fails
+    escalates, as in Hermes), its observer hooks fired as Hermes fires them, once."""
+    try:
+        verdict_of = getattr(approval, "_smart_verdict", None)
+        if callable(verdict_of):  # the 0.22 line: the judge with its hooks
+            verdict = verdict_of(command, description, pattern, [pattern], key)
+        else:  # 0.19.0: the judge, and its hooks around it
+            judge = symbol("tools.approval", "_smart_approve", feature="approvals.mode: smart")
+            if not callable(judge):
+                return "escalate"
+            prepare = getattr(approval, "_prepare_smart_approval_observer", None)
+            observe = getattr(approval, "_observe_smart_approval_verdict", None)
+            payload = prepare(command=command, description=description, pattern_key=pattern,
+                              pattern_keys=[pattern], session_key=key) \
+                if callable(prepare) else None
+            verdict = judge(command, description)
+            if callable(observe):
+                observe(payload, verdict)
+    except Exception:
+        log.warning("codex-runtime: Hermes' approval judge failed; asking as for manual",
+                    exc_info=True)
+        return "escalate"
+    return verdict if verdict in ("approve", "deny") else "escalate"
 
 
 def _bypass(approval: Any) -> bool:

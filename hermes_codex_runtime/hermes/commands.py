@@ -55,7 +55,8 @@ def _current_agent() -> Any:
 def codex_status_text(agent: Any) -> str:
     """The ``/codex-status`` answer for ``agent`` (or for no agent yet): what this session ran
     on, and what the NEXT message runs on — decided from config.yaml exactly as activation will
-    decide it when Hermes resolves the configured provider for that message."""
+    decide it when Hermes resolves the configured provider for that message — with the tokens
+    of the session's turns and, apart, of its side tasks (Hermes' auxiliary usage)."""
     from hermes_codex_runtime.hermes.shared import shared_runtime
     from hermes_codex_runtime.hermes.switch import next_runtime
 
@@ -91,6 +92,14 @@ def codex_status_text(agent: Any) -> str:
         f"{getattr(agent, 'session_reasoning_tokens', 0)}), total "
         f"{getattr(agent, 'session_total_tokens', 0)}, api calls "
         f"{getattr(agent, 'session_api_calls', 0)}")
+    from hermes_codex_runtime.hermes.accounting import side_task_usage
+
+    tasks = side_task_usage(agent)
+    if tasks:
+        lines.append("side tasks:    " + "; ".join(
+            f"{task} {u['calls']} call(s), input {u['input'] + u['cached']} (cached "
+            f"{u['cached']}), output {u['output']} (reasoning {u['reasoning']})"
+            for task, u in tasks.items()))
     compressor = getattr(agent, "context_compressor", None)
     window = getattr(compressor, "context_length", 0) if compressor is not None else 0
     last = getattr(compressor, "last_prompt_tokens", 0) if compressor is not None else 0

@@ -13,6 +13,8 @@
   handle (:meth:`CodexSessionHandle.request_steer`), which is the same route.
 * **Close**: ``AIAgent.close``/``release_clients`` and the handle close the agent's session
   (its process tree, or its channel on a shared app-server).
+* **Compaction** before the first turn of a process: :func:`attach_handle` gives the agent its
+  handle when its session has a stored thread to compact.
 
 :class:`CodexSessionHandle` is what Hermes finds in ``agent._codex_session``: the handle its
 ``/compress`` path compacts through, and where the 0.22 line looks for ``request_steer``.
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from hermes_codex_runtime.hermes import binding
 from hermes_codex_runtime.hermes.accounting import record_usage
 from hermes_codex_runtime.hermes.shared import shared_runtime
 
@@ -87,6 +90,22 @@ def deliver_pending_steer(agent: Any) -> bool:
 def close(agent: Any) -> None:
     """Close the agent's codex session."""
     shared_runtime().close(agent)
+
+
+def attach_handle(agent: Any) -> None:
+    """Before Hermes compacts: an agent on codex without a session handle yet (a resumed process
+    before its first turn) gets one when its session has a stored codex thread and the agent's
+    system prompt is already built — the compaction then resumes that thread with the prompt
+    its first turn sends, and the turn carries on there. Without a stored thread there is
+    nothing on codex to compact (the first turn seeds a fresh thread); without the prompt, a
+    thread resumed now would look changed to that turn and be replaced, so Hermes' own skip
+    stands."""
+    if getattr(agent, "_codex_session", None) is not None or \
+            getattr(agent, "api_mode", None) != "codex_app_server":
+        return
+    prompt = getattr(agent, "_cached_system_prompt", None)
+    if isinstance(prompt, str) and prompt.strip() and binding.stored_thread(agent) is not None:
+        agent._codex_session = CodexSessionHandle(agent)
 
 
 class CodexSessionHandle:

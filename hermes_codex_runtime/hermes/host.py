@@ -12,6 +12,7 @@ its ``context`` (:mod:`.context`), never from the agent.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 
 from hermes_codex_runtime.hermes import approvals, binding, review, walled
 from hermes_codex_runtime.hermes.accounting import record_compaction, record_usage
-from hermes_codex_runtime.hermes.config_cache import standing
+from hermes_codex_runtime.hermes.config_cache import Standing, standing
 from hermes_codex_runtime.hermes.context import HermesContext, state_of
 from hermes_codex_runtime.hermes.epilogue import epilogue
 from hermes_codex_runtime.hermes.events import bridge
@@ -50,31 +51,17 @@ class HermesHost:
         """Binary, home, cwd, timeouts and model from config.yaml (read once, see
         :mod:`.config_cache`) and the agent."""
         fixed = standing()
-        settings = fixed.plugin
         review_fork = review.is_review_fork(agent)
         cwd = _session_cwd(agent)
         walled.warn_if_home(cwd)
-        return SessionSettings(
-            codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
-            codex_home=settings.codex_home,
-            cwd=cwd,
-            model=settings.codex_model or hermes_model(agent),
-            model_provider=settings.codex_model_provider,
-            turn_timeout=settings.turn_timeout,
-            sandbox="read-only" if review_fork else fixed.sandbox,
+        settings = host_settings(fixed, cwd=cwd)
+        return dataclasses.replace(
+            settings,
+            model=fixed.plugin.codex_model or hermes_model(agent),
+            sandbox="read-only" if review_fork else settings.sandbox,
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if review_fork else (),
-            effort=codex_effort(getattr(agent, "reasoning_config", None)),
-            env_passthrough=settings.env_passthrough,
-            command_env_passthrough=settings.command_env_passthrough,
-            client_version=fixed.client_version,
-            client_title=CLIENT_TITLE,
-            registry_path=fixed.registry_path,
-            app_server=settings.app_server,
-            deny_read=fixed.deny_read,
-            protect=fixed.protect,
-            walls_cache=fixed.walls_cache,
-        )
+            effort=codex_effort(getattr(agent, "reasoning_config", None)))
 
     @hookimpl
     def codex_developer_instructions(self, agent: Any) -> str | None:
@@ -162,6 +149,30 @@ class HermesHost:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def host_settings(fixed: Standing, *, cwd: str) -> SessionSettings:
+    """What every codex thread of this Hermes gets from config.yaml, whatever the agent: the
+    binary, home, provider, timeouts, environment, placement and walls. Threads with equal
+    answers share an app-server (the side tasks of :mod:`.side_tasks` join the sessions')."""
+    settings = fixed.plugin
+    return SessionSettings(
+        codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
+        codex_home=settings.codex_home,
+        cwd=cwd,
+        model_provider=settings.codex_model_provider,
+        turn_timeout=settings.turn_timeout,
+        sandbox=fixed.sandbox,
+        env_passthrough=settings.env_passthrough,
+        command_env_passthrough=settings.command_env_passthrough,
+        client_version=fixed.client_version,
+        client_title=CLIENT_TITLE,
+        registry_path=fixed.registry_path,
+        app_server=settings.app_server,
+        deny_read=fixed.deny_read,
+        protect=fixed.protect,
+        walls_cache=fixed.walls_cache,
+    )
 
 
 #: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").

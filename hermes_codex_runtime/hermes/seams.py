@@ -6,7 +6,12 @@ swaps module attributes:
 * the turn: ``ctx.register_agent_runtime`` where the host offers a runtime registry, otherwise
   ``agent.codex_runtime.run_codex_app_server_turn`` (``AIAgent._run_codex_app_server_turn``
   imports it afresh on every call, so the swap reaches every turn);
-* activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`).
+* activation: ``hermes_cli.runtime_provider.resolve_runtime_provider`` (:mod:`.activation`);
+* Hermes' side tasks on a codex-only login: ``agent.auxiliary_client.resolve_provider_client``
+  (:mod:`.side_tasks`);
+* compression before a process's first codex turn:
+  ``agent.conversation_compression._compress_context_via_codex_app_server`` gives an agent on
+  codex whose session has a stored thread its session handle first (:func:`_install_compaction`).
 
 Class-level wiring — ``AIAgent.steer`` delivering to the codex turn, ``close`` and
 ``release_clients`` closing the codex session (:mod:`.controls`), the background review's fork
@@ -40,6 +45,10 @@ def install(ctx: Any) -> dict[str, bool]:
     from hermes_codex_runtime.hermes.activation import install_activation
 
     installed["activation"] = install_activation()
+    from hermes_codex_runtime.hermes.side_tasks import install_side_tasks
+
+    installed["side tasks"] = install_side_tasks()
+    installed["compaction before the first turn"] = _install_compaction()
     from hermes_codex_runtime.hermes.switch import install_switch
 
     installed["/codex-runtime"] = install_switch()
@@ -109,6 +118,35 @@ def _install_turn(ctx: Any) -> bool:
     setattr(run_codex_app_server_turn, _MARK, True)
     run_codex_app_server_turn.__hermes_original__ = original  # type: ignore[attr-defined]
     host_runtime.run_codex_app_server_turn = run_codex_app_server_turn
+    return True
+
+
+def _install_compaction() -> bool:
+    """Hermes compacts a codex thread through ``agent._codex_session``, which the plugin sets
+    after a turn — so a resumed process's preflight compression, before its first turn, found
+    none and skipped. Wrapped: the handle is there first, and the compaction resumes the stored
+    thread (:func:`~.controls.attach_handle`)."""
+    original = symbol("agent.conversation_compression", "_compress_context_via_codex_app_server",
+                      feature="compression before the first codex turn of a process")
+    if not callable(original):
+        return False
+    if getattr(original, _MARK, False):
+        return True
+    import agent.conversation_compression as compression
+
+    @functools.wraps(original)
+    def compress(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            from hermes_codex_runtime.hermes.controls import attach_handle
+
+            attach_handle(agent)
+        except Exception:
+            log.warning("codex-runtime: could not prepare the codex thread for compaction",
+                        exc_info=True)
+        return original(agent, *args, **kwargs)
+
+    setattr(compress, _MARK, True)
+    compression._compress_context_via_codex_app_server = compress
     return True
 
 

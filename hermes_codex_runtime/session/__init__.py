@@ -10,7 +10,9 @@ The rooms:
 * :mod:`.notes` — what each notification does, as a table;
 * :mod:`.broker` — the server requests of a session (approvals off the stream, host tools);
 * :mod:`.rollout` — what codex recorded of a turn (a tool call it ran without telling);
-* :mod:`.failures` — one classification of what went wrong into a failure.
+* :mod:`.failures` — one classification of what went wrong into a failure;
+* :mod:`.side_task` — a host's side task (a title, a verdict) on a short-lived thread that can
+  touch nothing, on the same app-servers.
 
 Where the thread runs (a shared app-server, a process of its own, an endpoint) is the pool's
 business (:mod:`hermes_codex_runtime.pool`); the values exchanged with the host are
