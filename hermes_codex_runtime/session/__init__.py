@@ -5,9 +5,11 @@ The rooms:
 
 * :mod:`.codex_session` — :class:`CodexSession`: the session's channel and the order of things
   in a turn; interrupt, steer and close from any thread;
+* :mod:`.spawn` — the options a session's app-server starts with (or is shared by);
 * :mod:`.thread` — start, resume, the history seed, the config check;
 * :mod:`.turn` — :class:`~.turn.TurnDriver`: one turn's loop over the ordered inbound stream;
-* :mod:`.notes` — what each notification does, as a table;
+* :mod:`.notes` — what each notification does, as a table; :mod:`.recovery` — a turn whose
+  ``turn/completed`` never came, completed from codex's record;
 * :mod:`.broker` — the server requests of a session (approvals off the stream, host tools);
 * :mod:`.rollout` — what codex recorded of a turn (a tool call it ran without telling);
 * :mod:`.failures` — one classification of what went wrong into a failure;

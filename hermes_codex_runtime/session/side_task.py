@@ -47,8 +47,8 @@ from hermes_codex_runtime.protocol import (
 )
 from hermes_codex_runtime.session import thread
 from hermes_codex_runtime.session.broker import RequestBroker
-from hermes_codex_runtime.session.codex_session import spawn_options
 from hermes_codex_runtime.session.failures import Stage, failure_from, transport_failure
+from hermes_codex_runtime.session.spawn import spawn_options
 from hermes_codex_runtime.session.turn import TurnDriver
 from hermes_codex_runtime.usage import TokenUsage
 from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
