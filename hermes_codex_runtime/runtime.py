@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -150,7 +150,7 @@ class CodexRuntime:
         if key not in self._entries:
             # Not weak-referenceable: the host closes the session explicitly.
             with contextlib.suppress(TypeError):
-                weakref.finalize(agent, self._forget, key)
+                weakref.finalize(agent, self._forget_later, key)
         return key
 
     def _turn_lock(self, key: int) -> threading.RLock:
@@ -158,6 +158,12 @@ class CodexRuntime:
         never create two codex processes, and a compaction never races a turn."""
         with self._lock:
             return self._turn_locks.setdefault(key, threading.RLock())
+
+    def _forget_later(self, key: int) -> None:
+        """The agent was collected: forget it, off the collecting thread (closing a session
+        talks to codex, and a collection can run anywhere, e.g. inside another turn)."""
+        threading.Thread(target=self._forget, args=(key,), name="codex-forget",
+                         daemon=True).start()
 
     def _forget(self, key: int) -> None:
         with self._lock:
@@ -216,16 +222,30 @@ class CodexRuntime:
         if isinstance(stored, str):
             self._release_thread(stored, key)
 
+        # The session's callbacks hold the agent weakly: the session lives in this runtime
+        # (shared by a whole gateway), and a host that drops its agent without closing it (an
+        # API server run) must see the agent collected — and its session closed — not kept.
+        host = _weak(agent)
+
         def approve(request: ApprovalRequest) -> Any:
-            return self._ask("codex_approval", agent=agent, request=request,
+            owner = host()
+            if owner is None:
+                return None  # nobody left to ask: the broker declines
+            return self._ask("codex_approval", agent=owner, request=request,
                              context=self._context(key))
 
         def on_event(event: CodexEvent) -> None:
-            self._tell("codex_event", agent=agent, event=event, context=self._context(key))
+            owner = host()
+            if owner is not None:
+                self._tell("codex_event", agent=owner, event=event,
+                           context=self._context(key))
 
         def call_tool(call: HostToolCall) -> Any:
+            owner = host()
+            if owner is None:
+                raise RuntimeError("the host's agent is gone")
             # not `_ask`: the session turns an exception into a failed call the model can read
-            return self.pm.hook.codex_tool_call(agent=agent, call=call,
+            return self.pm.hook.codex_tool_call(agent=owner, call=call,
                                                 context=self._context(key))
 
         session = CodexSession(settings, developer_instructions=instructions,
@@ -382,3 +402,12 @@ class CodexRuntime:
     def close(self, agent: Any) -> None:
         """Close the agent's session and its process tree."""
         self._forget(id(agent))
+
+
+def _weak(agent: Any) -> Callable[[], Any]:
+    """A reference to ``agent`` that does not keep it alive (a strong one when it cannot be
+    weakly referenced: that host closes its sessions explicitly)."""
+    try:
+        return weakref.ref(agent)
+    except TypeError:
+        return lambda: agent

@@ -457,3 +457,37 @@ def test_hermes_model_choice_and_model_switch_choose_codex_model(hermes):
     agent.model = "anthropic/claude-something"  # not a codex model: never sent to codex
     agent.run_conversation("three", conversation_history=second["messages"])
     assert hermes.provider.requests[-1]["model"] != "anthropic/claude-something"
+
+
+def test_an_agent_the_host_drops_without_closing_it_is_collected_and_its_session_closed(
+        hermes):
+    """The gateway's API server makes an agent per run and never closes it. The session the
+    process-wide runtime keeps for it must not keep the agent (and its whole conversation)
+    alive: found as a gateway growing ~1 MiB per session over a thousand sessions."""
+    import gc
+    import weakref
+
+    from hermes_codex_runtime.hermes.shared import shared_runtime
+
+    runtime = shared_runtime()
+
+    def seated() -> int:
+        return sum(server["sessions"] for server in runtime.pool.snapshot())
+
+    before = seated()
+    agents, sessions = [], []
+    for i in range(3):
+        agent = hermes.agent()
+        hermes.agents.remove(agent)  # the host will not close it
+        hermes.provider.enqueue(mp.text(f"answer {i}"))
+        assert agent.run_conversation(f"run {i}")["final_response"] == f"answer {i}"
+        agents.append(weakref.ref(agent))
+        sessions.append(runtime.session_for(agent))
+        del agent
+    gc.collect()
+    assert [ref() for ref in agents] == [None, None, None]
+    deadline = time.monotonic() + 15
+    while not all(session.retired for session in sessions):  # closed off the collector
+        assert time.monotonic() < deadline, "the dropped agents' sessions were not closed"
+        time.sleep(0.05)
+    assert seated() <= before  # their seats on the shared app-server are free again
