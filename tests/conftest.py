@@ -299,6 +299,20 @@ class HermesHarness:
 
 
 @pytest.fixture
+def home(tmp_path, codex_binary, mock_provider):
+    """A Hermes home with the plugin enabled, on an offline codex home that talks to the mock."""
+    from hermes_env import base_config, write_hermes_home
+
+    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+
+    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
+                                    codex_bin=codex_binary.path)
+    hermes_home = tmp_path / "hermes-home"
+    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
+    return hermes_home
+
+
+@pytest.fixture
 def hermes(hermes_base, codex_binary, mock_provider, tmp_path, monkeypatch):
     """A real Hermes AIAgent factory whose codex turns use the real binary on the mock."""
     harness = HermesHarness(hermes_base, codex_binary, mock_provider, tmp_path, monkeypatch)

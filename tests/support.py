@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,13 @@ def shut_down(runtime) -> None:
         for agent in getattr(plugin, "agents", ()):
             runtime.close(agent)
     runtime.pool.close()
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0) -> bool:
+    """True as soon as ``predicate()`` is; False after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hermes_env import base_config, hermes_env, write_config, write_hermes_home
+from hermes_env import base_config, hermes_env, write_config
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -32,17 +32,6 @@ def run(*args: str, home: Path, timeout: float = 120, **env: str):
 
 def checks_of(proc) -> dict[str, dict]:
     return {check["name"]: check for check in json.loads(proc.stdout)["checks"]}
-
-
-@pytest.fixture
-def home(tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-
-    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
-                                    codex_bin=codex_binary.path)
-    hermes_home = tmp_path / "hermes-home"
-    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
-    return hermes_home
 
 
 # ------------------------------------------------------------------ config.yaml

@@ -24,17 +24,6 @@ from hermes_codex_runtime.testing import mock_provider as mp
 pytestmark = pytest.mark.real_hermes
 
 
-@pytest.fixture
-def home(tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-
-    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
-                                    codex_bin=codex_binary.path)
-    hermes_home = tmp_path / "hermes-home"
-    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
-    return hermes_home
-
-
 def configure(home: Path, **changes):
     from hermes_env import write_config
 

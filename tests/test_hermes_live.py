@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import pytest
-from hermes_env import Gateway, base_config, write_config, write_hermes_home
+from hermes_env import Gateway, write_config
 
 from hermes_codex_runtime.testing import mock_provider as mp
 
@@ -38,17 +38,6 @@ def scenario(provider: mp.MockResponsesProvider) -> None:
         mp.said_before("Let me look.", mp.exec_command(TICKS)),
         mp.apply_patch(mp.add_file_patch("ticks.txt", ["six ticks"])),
         mp.text("Done."))
-
-
-@pytest.fixture
-def home(tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-
-    codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
-                                    codex_bin=codex_binary.path)
-    hermes_home = tmp_path / "hermes-home"
-    write_hermes_home(hermes_home, base_config(codex_home=str(codex_home)))
-    return hermes_home
 
 
 def run(gateway: Gateway, text: str) -> list[dict]:

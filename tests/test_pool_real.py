@@ -11,22 +11,13 @@ import threading
 import time
 from pathlib import Path
 
-from support import Agent, alive, shut_down, total_rss
+from support import Agent, alive, shut_down, total_rss, wait_for
 
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.pool import PER_SESSION, SHARED, Placement, PoolLimits
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
 from hermes_codex_runtime.testing import mock_provider as mp
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def settings_for(make_runtime, placement: Placement) -> SessionSettings:

@@ -8,20 +8,11 @@ import threading
 import time
 
 import pytest
-from support import SHARED, Agent, shut_down
+from support import SHARED, Agent, shut_down, wait_for
 
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
 from hermes_codex_runtime.testing import mock_provider as mp
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_a_text_turn_projects_the_answer_and_counts_cached_tokens_once(make_runtime,

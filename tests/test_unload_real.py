@@ -9,21 +9,12 @@ import json
 import threading
 import time
 
-from support import Agent, alive
+from support import Agent, alive, wait_for
 
 from hermes_codex_runtime.pool import SHARED, Placement, PoolLimits
 from hermes_codex_runtime.protocol import UNUSED_NOTIFICATIONS
 from hermes_codex_runtime.session import SessionSettings
 from hermes_codex_runtime.testing import mock_provider as mp
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def settings_for(make_runtime, limits: PoolLimits) -> SessionSettings:

@@ -40,6 +40,9 @@ def _hermes_config(codex_home: Path, fallback_url: str | None) -> dict[str, Any]
                   "context_length": 200000},
         "approvals": {"mode": "manual", "timeout": 60},
         "display": {"show_commentary": False},
+        # no session title: on a codex-only login it is a side task on codex, and the demo's
+        # model plays a script (a title request would take the reply a step expects)
+        "auxiliary": {"title_generation": {"enabled": False}},
     }
     if fallback_url:
         config["fallback_providers"] = [{"provider": "custom", "model": "fallback-model",
