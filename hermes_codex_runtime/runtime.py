@@ -23,8 +23,8 @@ The controls (:meth:`~CodexRuntime.interrupt`, :meth:`~CodexRuntime.steer`,
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -106,6 +106,8 @@ class CodexRuntime:
         #: The app-servers this runtime's sessions run on (shared, per-session or remote).
         self.pool = pool or ServerPool()
         self._entries: dict[int, _Entry] = {}
+        self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._numbers = itertools.count(1)
         #: The context of each agent's turn in flight (what its session's callbacks pass on).
         self._contexts: dict[int, TurnContext[Any]] = {}
         #: Agents interrupted before their turn had a session: the session is stopped at birth.
@@ -146,12 +148,25 @@ class CodexRuntime:
     # ------------------------------------------------------------------ sessions
 
     def _key(self, agent: Any) -> int:
-        key = id(agent)
-        if key not in self._entries:
-            # Not weak-referenceable: the host closes the session explicitly.
-            with contextlib.suppress(TypeError):
+        """The agent's key in this runtime's tables: a number never given twice (an ``id()``
+        is reused by the next object at that address — a collected agent's successor would
+        inherit its session, then lose it to the collected one's clean-up). When the agent is
+        collected, its session is closed."""
+        try:
+            key = self._keys.get(agent)
+            if key is None:
+                key = self._keys[agent] = next(self._numbers)
                 weakref.finalize(agent, self._forget_later, key)
+        except TypeError:  # not weak-referenceable: the host closes the session explicitly
+            return id(agent)
         return key
+
+    def _known_key(self, agent: Any) -> int | None:
+        """The agent's key if it has one (see :meth:`_key`)."""
+        try:
+            return self._keys.get(agent)
+        except TypeError:
+            return id(agent)
 
     def _turn_lock(self, key: int) -> threading.RLock:
         """One agent's turns and compactions run one at a time: two concurrent first turns
@@ -177,7 +192,8 @@ class CodexRuntime:
 
     def session_for(self, agent: Any) -> CodexSession | None:
         """The live session of ``agent``, if any."""
-        entry = self._entries.get(id(agent))
+        key = self._known_key(agent)
+        entry = self._entries.get(key) if key is not None else None
         return entry.session if entry is not None else None
 
     def _context(self, key: int) -> TurnContext[Any]:
@@ -386,7 +402,7 @@ class CodexRuntime:
     def interrupt(self, agent: Any) -> None:
         """Interrupt the agent's turn (from any thread): the one in flight — or, for an agent
         without a session, its next one, which then does not start."""
-        key = id(agent)
+        key = self._key(agent)
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or key in self._contexts:
@@ -401,7 +417,9 @@ class CodexRuntime:
 
     def close(self, agent: Any) -> None:
         """Close the agent's session and its process tree."""
-        self._forget(id(agent))
+        key = self._known_key(agent)
+        if key is not None:
+            self._forget(key)
 
 
 def _weak(agent: Any) -> Callable[[], Any]:

@@ -455,3 +455,31 @@ def test_a_replaced_session_ends_even_if_its_successor_never_starts(make_runtime
     assert not bad.ok
     runtime.close(agent)  # the agent is done: nothing of it may keep the process alive
     assert wait_for(lambda: not alive(conn.pid), timeout=10)
+
+
+def test_the_next_agent_at_a_collected_agents_address_gets_a_session_of_its_own(make_runtime,
+                                                                               mock_provider):
+    """A gateway drops each run's agent; the next run's agent is often allocated at the very
+    address the dropped one had (the same ``id()``). It must not inherit the dropped agent's
+    session — nor lose its own to the dropped one's clean-up."""
+    runtime, host = make_runtime()
+    mock_provider.enqueue(mp.text("first"))
+    first = Agent("first")
+    assert runtime.run_turn(first, "hello").final_text == "first"
+    host.agents.clear()  # the host keeps no reference (as the gateway's API server)
+    address, dropped = id(first), runtime.session_for(first)
+    del first
+    successor = None
+    for _ in range(10_000):  # bounded: CPython hands the freed block out again at once
+        candidate = Agent("next")
+        if id(candidate) == address:
+            successor = candidate
+            break
+    assert successor is not None, "no object took the dropped agent's address"
+    assert wait_for(lambda: dropped.retired, timeout=15)  # the dropped agent's session closed
+    assert runtime.session_for(successor) is None  # nothing inherited
+    mock_provider.enqueue(mp.text("second"))
+    result = runtime.run_turn(successor, "hello again")
+    assert result.ok and result.final_text == "second", result.error
+    assert runtime.session_for(successor) is not dropped
+    assert not runtime.session_for(successor).retired

@@ -329,11 +329,12 @@ class ServerPool:
     def _retire_if_idle(self, server: SharedServer) -> None:
         with self._lock:
             self._timers.pop(id(server), None)
-            if server.channel_count:
-                return
         self._retire(server)
 
     def _retire(self, server: SharedServer) -> None:
+        """End ``server`` — unless a session arrived since it became idle."""
+        if not server.retire_if_empty():
+            return
         with self._lock:
             servers = self._servers.get(server.key, [])
             if server in servers:

@@ -1,29 +1,18 @@
-"""One app-server connection carrying many codex threads, and each session's view of it.
+"""One app-server connection carrying many codex threads (:class:`SharedServer`, routing BY
+THREAD), and each session's view of it (:class:`Channel`: the interface narrowed to its thread).
 
-Owns :class:`SharedServer` (the connection, and routing BY THREAD) and :class:`Channel` (what
-one session holds: the connection's interface, narrowed to its own thread).
-
-Routing, on the connection's reader thread:
-
-* a notification or server request that names a thread goes to the channel that owns the thread
-  (in wire order: each channel has its own :class:`~hermes_codex_runtime.wire.InboundStream`);
-* one that names a thread nobody owns yet is held briefly (``thread/started`` can arrive before
-  the ``thread/start`` reply reached the session) and handed over when the thread is bound;
-  a server request for a thread nobody owns is answered at once (declined / its safe answer) —
-  nobody is there to decide, and codex must not wait;
-* one that names no thread (``configWarning``, account and rate-limit notes) goes to every
-  channel, and the ones before the first thread are replayed to each new channel (so a session
-  sees codex's start-up warnings as if the process were its own).
-
-Faults stay contained: a thread-level error is just a message on that thread's stream; only the
-connection ending (the process died, the endpoint went away) ends every channel's stream, each
-with the reason. Closing a channel unsubscribes its thread (``thread/unsubscribe``), never the
-process: the owner (:mod:`.pool`) ends the process when its last channel is gone.
-
-Between turns a channel may also *unload* its thread (:meth:`Channel.unload`, the pool's move for
-a session idle a while, or to make room): the thread is unsubscribed — on a local app-server
-codex unloads it at once (:mod:`.unload`) — while the session keeps its seat; its next turn
-resumes the thread on the same connection (the resume waits for codex's ``thread/closed``).
+Routing, on the reader thread: a message that names a thread goes to the channel that owns it,
+in wire order (each channel has its own :class:`~hermes_codex_runtime.wire.InboundStream`); one
+for a thread nobody owns yet is held briefly (``thread/started`` can beat the ``thread/start``
+reply) and handed over on binding — a server request for an unowned thread is answered at once
+with its safe answer (nobody is there to decide, and codex must not wait); one that names no
+thread (``configWarning``, account notes) goes to every channel, and those before the first
+thread are replayed to each new channel. A thread-level error stays on that thread's stream;
+only the connection ending ends every stream, with the reason. Closing a channel unsubscribes
+its thread, never the process: :mod:`.pool` ends the process when no channel is left (decided
+at once with refusing newcomers, :meth:`SharedServer.retire_if_empty`). Between turns a channel
+may *unload* its thread (:meth:`Channel.unload`: idle a while, or to make room) and keep its
+seat; its next turn resumes the thread here, after codex's ``thread/closed`` (:mod:`.unload`).
 """
 
 from __future__ import annotations
@@ -81,6 +70,7 @@ class SharedServer:
         #: wedged (nothing returns to it either); else it is being recycled (see the pool).
         self.draining = False
         self.suspect = False
+        self._retiring = False  # ending for want of sessions: no channel opens any more
         #: Threads let go of here (their session left, or unloaded them) that codex may still
         #: hold: a session resuming one comes back to this process. A thread leaves the set
         #: when codex reports it closed; where codex does not unload at once it stays (loaded,
@@ -103,8 +93,8 @@ class SharedServer:
         ended or takes no new sessions."""
         channel = Channel(self)
         with self._lock:
-            if self.ended is not None:
-                raise TransportClosed(self.ended)
+            if self.ended is not None or self._retiring:
+                raise TransportClosed(self.ended or "the codex app-server is ending (no session)")
             if self.draining and (self.suspect or not self.holds(returning)):
                 raise TransportClosed("the codex app-server takes no new sessions")
             self._channels.add(channel)
@@ -222,6 +212,15 @@ class SharedServer:
         the last one leaves."""
         self.draining = True
         self.suspect = self.suspect or suspect
+
+    def retire_if_empty(self) -> bool:
+        """True when no session holds a channel — and then none opens any more (one decision: a
+        newcomer placed here meanwhile gets TransportClosed, never a process closed under it)."""
+        with self._lock:
+            if self._channels:
+                return False
+            self._retiring = True
+            return True
 
     def close(self) -> None:
         """Close the connection (every channel's stream ends)."""
