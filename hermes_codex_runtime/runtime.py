@@ -153,10 +153,12 @@ class CodexRuntime:
         inherit its session, then lose it to the collected one's clean-up). When the agent is
         collected, its session is closed."""
         try:
-            key = self._keys.get(agent)
-            if key is None:
-                key = self._keys[agent] = next(self._numbers)
-                weakref.finalize(agent, self._forget_later, key)
+            with self._lock:
+                key = self._keys.get(agent)
+                if key is None:
+                    key = self._keys[agent] = next(self._numbers)
+                    # at exit the pool ends every process anyway; no thread starts then
+                    weakref.finalize(agent, self._forget_later, key).atexit = False
         except TypeError:  # not weak-referenceable: the host closes the session explicitly
             return id(agent)
         return key
