@@ -32,6 +32,41 @@ class TurnSteps:
     active: tuple[str, str] | None
     _interrupt: threading.Event
 
+    # what the server provides (:class:`~.fake_app_server.FakeAppServer`)
+    def log(self, entry: JsonObject) -> None:
+        raise NotImplementedError
+    def send(self, message: JsonObject) -> None:
+        raise NotImplementedError
+    def notify(self, method: str, params: JsonObject) -> None:
+        raise NotImplementedError
+    def stderr(self, *lines: str) -> None:
+        raise NotImplementedError
+    def _write_raw(self, data: bytes) -> None:
+        raise NotImplementedError
+    def _check_outbound(self, message: JsonObject) -> None:
+        raise NotImplementedError
+    def _scope(self, thread_id: str, turn_id: str, **extra: Any) -> JsonObject:
+        raise NotImplementedError
+    def _now_ms(self) -> int:
+        raise NotImplementedError
+    def _record(self, thread_id: str, turn_id: str) -> JsonObject:
+        raise NotImplementedError
+    def _status(self, thread_id: str, kind: str) -> None:
+        raise NotImplementedError
+    def _item_started(self, thread_id: str, turn_id: str, item: JsonObject) -> None:
+        raise NotImplementedError
+    def _item_completed(self, thread_id: str, turn_id: str, item: JsonObject) -> None:
+        raise NotImplementedError
+    def _complete(self, thread_id: str, turn_id: str, status: str,
+                  error: JsonObject | None = None) -> None:
+        raise NotImplementedError
+    def _lose_completion(self, thread_id: str, turn_id: str, spec: JsonObject) -> str:
+        raise NotImplementedError
+    def _register_request(self, request: JsonObject) -> JsonObject:
+        raise NotImplementedError
+    def _server_request(self, method: str, params: JsonObject, timeout: float) -> JsonObject:
+        raise NotImplementedError
+
     def _check_interrupt(self) -> None:
         if self._interrupt.is_set():
             raise Interrupted
