@@ -306,6 +306,32 @@ def test_a_lagging_consumer_gets_every_delta_coalesced_never_dropped(fake_codex)
     assert len(deltas) < 50_000 and conn.coalesced_deltas > 0  # it did lag, and nothing was lost
 
 
+def test_a_helper_codex_starts_for_a_running_item_is_reaped_when_codex_dies_mid_turn(
+        fake_codex):
+    """codex starts a command's helpers (the sandbox's file-system helper) after the item's
+    item/started; killed before the turn ends, it leaves them: the item's item/completed is
+    where the connection sees them."""
+    fake_codex.set_scenario({"turns": [[
+        {"partial": "working", "id": "m1"}, {"grandchild": True},
+        {"notify": {"method": "item/completed", "params": {
+            "item": {"type": "agentMessage", "id": "m1", "text": "working"},
+            "completedAtMs": 0}}},
+        {"hang": True}]]})
+    conn = spawn(fake_codex)
+    try:
+        start_turn(conn)
+        drain(conn, until="item/completed")
+        assert len(fake_codex.live_grandchildren()) == 1  # started, in a session of its own
+        os.kill(conn.pid, signal.SIGKILL)  # mid-turn; nobody calls close()
+        deadline = time.monotonic() + 10
+        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake_codex.live_grandchildren() == []
+    finally:
+        conn.close(grace=0.5)
+        fake_codex.kill_leftovers()
+
+
 def test_what_a_codex_that_dies_by_itself_started_is_reaped_when_it_dies(fake_codex):
     """A codex killed (or crashed) mid-life leaves its own children — MCP servers, shells, the
     sandbox's helper — in sessions of their own, reparented to init the moment it is gone: no

@@ -62,8 +62,10 @@ from hermes_codex_runtime.wire.redact import redact
 from hermes_codex_runtime.wire.rpc import JsonRpcConnection
 
 #: Notifications after which codex may have started a process (an MCP server at a thread's
-#: start, a command or its sandbox helper, shells): the reader then notes codex's descendants.
-_STARTS_SOMETHING = re.compile(rb'"method"\s*:\s*"(thread/started|item/started|turn/completed)"')
+#: start, a command or its sandbox helper — seen by a command's item/completed at the latest —,
+#: shells): the reader then notes codex's descendants.
+_STARTS_SOMETHING = re.compile(
+    rb'"method"\s*:\s*"(thread/started|item/started|item/completed|turn/completed)"')
 _METHOD_WINDOW = 160  # codex writes "method" first: no need to scan a large line's body
 _SEEN_MAX = 512
 
