@@ -141,8 +141,10 @@ def wrap_resolver(original: Callable[..., dict[str, Any]]) -> Callable[..., dict
         except Exception as exc:
             # 0.19.0: "Unknown provider 'openai'", "No Codex credentials stored". codex
             # authenticates on its own (codex login / CODEX_HOME): Hermes needs no credential.
+            # the text, not the exception: a record keeps its arguments, and the exception's
+            # traceback holds the frames that built the agent (and so the agent) alive
             log.info("codex-runtime: Hermes could not resolve %r (%s); codex owns the login",
-                     requested or model.get("provider"), exc)
+                     requested or model.get("provider"), str(exc))
             return _synthesised(requested, model)
         if not isinstance(runtime, dict):
             return runtime
