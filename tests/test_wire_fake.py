@@ -26,6 +26,7 @@ from hermes_codex_runtime.wire import (
     resolve_codex_binary,
 )
 from hermes_codex_runtime.wire.connection import STDERR_TAIL_LINES
+from hermes_codex_runtime.wire.inbound import Inbound, may_start_process
 
 BUDGET = 15.0
 
@@ -311,10 +312,13 @@ def test_a_helper_codex_starts_for_a_running_item_is_reaped_when_codex_dies_mid_
     """codex starts a command's helpers (the sandbox's file-system helper) after the item's
     item/started; killed before the turn ends, it leaves them: the item's item/completed is
     where the connection sees them."""
+    command = {"type": "commandExecution", "id": "c1", "command": "true", "cwd": "/",
+               "status": "inProgress", "commandActions": []}
     fake_codex.set_scenario({"turns": [[
-        {"partial": "working", "id": "m1"}, {"grandchild": True},
+        {"notify": {"method": "item/started", "params": {"item": command, "startedAtMs": 0}}},
+        {"grandchild": True},
         {"notify": {"method": "item/completed", "params": {
-            "item": {"type": "agentMessage", "id": "m1", "text": "working"},
+            "item": {**command, "status": "completed", "exitCode": 0, "aggregatedOutput": ""},
             "completedAtMs": 0}}},
         {"hang": True}]]})
     conn = spawn(fake_codex)
@@ -332,12 +336,33 @@ def test_a_helper_codex_starts_for_a_running_item_is_reaped_when_codex_dies_mid_
         fake_codex.kill_leftovers()
 
 
+@pytest.mark.parametrize(("method", "kind", "may_start"), [
+    ("thread/started", None, True),  # its MCP servers
+    ("item/started", "commandExecution", True),
+    ("item/completed", "fileChange", True),
+    ("item/completed", "mcpToolCall", True),
+    ("item/started", "hookPrompt", True),
+    ("item/started", "aKindCodexAddsLater", True),  # unknown: assume it runs something
+    ("item/started", "agentMessage", False),
+    ("item/completed", "reasoning", False),
+    ("item/agentMessage/delta", None, False),
+    ("turn/completed", None, False),  # the reader decides that one by what the turn ran
+])
+def test_the_reader_looks_for_codex_processes_only_where_codex_may_have_started_one(
+        method, kind, may_start):
+    """A look at codex's processes reads all of /proc: a text-only turn takes none."""
+    params = {"item": {"type": kind, "id": "i1"}} if kind else {}
+    assert may_start_process(Inbound(method, params)) is may_start
+
+
 def test_what_a_codex_that_dies_by_itself_started_is_reaped_when_it_dies(fake_codex):
     """A codex killed (or crashed) mid-life leaves its own children — MCP servers, shells, the
     sandbox's helper — in sessions of their own, reparented to init the moment it is gone: no
-    snapshot taken then finds them. The connection keeps what it saw codex start and ends it."""
+    snapshot taken then finds them. The connection keeps what it saw codex start and ends it —
+    here a thread's MCP server, started as the thread loads, seen by its (text-only) first
+    turn's end although the client opted out of thread/started."""
     fake_codex.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
-    conn = spawn(fake_codex)
+    conn = spawn(fake_codex, opt_out_notifications=("thread/started",))
     try:
         start_turn(conn)
         drain(conn)

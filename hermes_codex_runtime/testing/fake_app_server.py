@@ -59,6 +59,7 @@ class FakeAppServer(TurnSteps):
         self._waiting_lock = threading.Lock()
         self._overloaded: dict[str, int] = {}  # scenario "overload": {method: times}
         self.initialized = False
+        self.opted_out: frozenset[str] = frozenset()  # initialize's optOutNotificationMethods
         self.active: tuple[str, str] | None = None  # (thread id, turn id)
         self._interrupt = threading.Event()
         self._turn_thread: threading.Thread | None = None
@@ -113,6 +114,8 @@ class FakeAppServer(TurnSteps):
         self._write_raw(json.dumps(message).encode() + b"\n")
 
     def notify(self, method: str, params: JsonObject) -> None:
+        if method in self.opted_out:
+            return  # as codex: a client that opted out never sees it
         self.send({"method": method, "params": params,
                    "emittedAtMs": int(time.time() * 1000)})
 
@@ -243,6 +246,8 @@ class FakeAppServer(TurnSteps):
         if not late:
             self._config_warnings()
         name = params.get("clientInfo", {}).get("name", "client")
+        self.opted_out = frozenset((params.get("capabilities") or {}).get(
+            "optOutNotificationMethods") or ())
         self.reply(rid, "initialize", {
             "userAgent": f"{name}/{self.version} (Linux; x86_64) fake",
             "codexHome": str(self.state),

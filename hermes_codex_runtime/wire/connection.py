@@ -16,8 +16,9 @@ Invariants:
 * A codex that dies by itself (killed, crashed) leaves its own children behind — MCP servers,
   shells, the sandbox's file-system helper, in sessions of their own and reparented to init the
   moment codex is gone, so no snapshot taken then finds them. The reader keeps the descendants
-  it saw whenever codex started something (a thread, an item, a turn's end) and reaps them
-  (identity re-checked) as soon as it sees codex die.
+  it saw whenever codex may have started something (a thread, an item that runs something, the
+  end of a turn that had one — not a text-only turn: a snapshot reads all of /proc) and reaps
+  them (identity re-checked) as soon as it sees codex die.
 
 What the messages *mean* (turns, approvals, projections) is the session layer's business.
 """
@@ -56,27 +57,17 @@ from hermes_codex_runtime.wire.inbound import (
     Inbound,
     JsonObject,
     RequestId,
+    may_start_process,
 )
-from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, snapshot_descendants
+from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, running, snapshot_descendants
 from hermes_codex_runtime.wire.redact import redact
 from hermes_codex_runtime.wire.rpc import JsonRpcConnection
 
-#: Notifications after which codex may have started a process (an MCP server at a thread's
-#: start, a command or its sandbox helper — seen by a command's item/completed at the latest —,
-#: shells): the reader then notes codex's descendants.
-_STARTS_SOMETHING = re.compile(
-    rb'"method"\s*:\s*"(thread/started|item/started|item/completed|turn/completed)"')
-_METHOD_WINDOW = 160  # codex writes "method" first: no need to scan a large line's body
 _SEEN_MAX = 512
+_LOADS_THREAD = frozenset({"thread/start", "thread/resume", "thread/fork"})  # + MCP servers
 
 log = logging.getLogger(__name__)
 
-
-def _still_running(proc: psutil.Process) -> bool:
-    try:
-        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
 
 STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
@@ -151,6 +142,9 @@ class AppServerConnection(JsonRpcConnection):
         self._close_lock = threading.Lock()
         self._registry: Any = None
         self._seen: list[psutil.Process] = []  # descendants seen while codex ran
+        #: codex may have started something since the last turn's end (an item that runs
+        #: something, or a thread loaded: its MCP servers): look at the next turn's end
+        self._look_at_turn_end = False
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         label = process.pid if process is not None else "remote"
         self._reader = threading.Thread(
@@ -272,6 +266,12 @@ class AppServerConnection(JsonRpcConnection):
         self.notify("initialized")
         return self.server
 
+    def request(self, method: str, params: JsonObject | None = None, *,
+                timeout: float = 30.0) -> JsonObject:
+        if method in _LOADS_THREAD:
+            self._look_at_turn_end = True
+        return super().request(method, params, timeout=timeout)
+
     # ------------------------------------------------------------------ transports
 
     def _write(self, data: bytes) -> None:
@@ -323,8 +323,6 @@ class AppServerConnection(JsonRpcConnection):
                 line = raw.strip()
                 if line:
                     self._dispatch_line(line)
-                    if _STARTS_SOMETHING.search(line[:_METHOD_WINDOW]):
-                        self._remember_descendants()
         except Exception as exc:  # pragma: no cover - a reader failure must still end the stream
             reason = f"the codex app-server reader failed: {exc!r}"
             log.exception("codex app-server reader failed")
@@ -341,6 +339,17 @@ class AppServerConnection(JsonRpcConnection):
                     self._reap_left_behind()
             self._end_stream(reason)
 
+    def _before_delivery(self, message: Inbound) -> None:
+        """Note codex's descendants where it may have started one, before anyone sees why."""
+        if self._proc is None:
+            return  # a server at an endpoint: its processes are not ours
+        if may_start_process(message):
+            self._remember_descendants()
+            self._look_at_turn_end = True
+        elif self._look_at_turn_end and message.method == "turn/completed":
+            self._remember_descendants()
+            self._look_at_turn_end = False
+
     def _remember_descendants(self) -> None:
         """Add codex's current descendants to those seen (reader thread)."""
         assert self._proc is not None
@@ -353,7 +362,7 @@ class AppServerConnection(JsonRpcConnection):
             with contextlib.suppress(OSError):
                 # for the next host start, should this host die with codex
                 self._registry.note_descendants(self._proc.pid, [
-                    proc for proc in self._seen if _still_running(proc)])
+                    proc for proc in self._seen if running(proc)])
 
     def _reap_left_behind(self) -> None:
         """codex died by itself: what it started is orphaned now; end it (reader thread)."""

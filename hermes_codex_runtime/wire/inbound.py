@@ -56,6 +56,27 @@ class Inbound:
         return self.method.startswith(LOCAL_PREFIX)
 
 
+#: Item types that run nothing on this machine (text, reasoning, plans, server-side tools):
+#: codex starts no process for them. Any other item — a command, a file change, a tool or hook
+#: call, and any type codex adds later — may have started one.
+RUNS_NOTHING = frozenset({"userMessage", "agentMessage", "reasoning", "plan", "contextCompaction",
+                          "webSearch", "imageGeneration", "enteredReviewMode",
+                          "exitedReviewMode", "sleep", "functionCallOutput"})
+
+
+def may_start_process(message: Inbound) -> bool:
+    """Whether codex may have started a process by the time it sent ``message``: a thread's
+    start (its MCP servers), or the start or end of an item not in :data:`RUNS_NOTHING` (a
+    command's sandbox helpers start after its ``item/started``: its ``item/completed`` sees
+    them)."""
+    if message.method == "thread/started":
+        return True
+    if message.method not in ("item/started", "item/completed"):
+        return False
+    item = message.params.get("item")
+    return not isinstance(item, dict) or item.get("type") not in RUNS_NOTHING
+
+
 class _Coalesced:
     """A queued streaming delta that later deltas of the same item join while it waits."""
 

@@ -101,7 +101,7 @@ def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.P
     pending = list(processes)
     delay = 0.002
     while pending:
-        pending = [proc for proc in pending if _running(proc)]
+        pending = [proc for proc in pending if running(proc)]
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(delay)
@@ -109,7 +109,8 @@ def _wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.P
     return pending
 
 
-def _running(proc: psutil.Process) -> bool:
+def running(proc: psutil.Process) -> bool:
+    """Whether ``proc`` (the very process the handle was made for) still runs: not a zombie."""
     try:
         return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:

@@ -184,6 +184,10 @@ class JsonRpcConnection:
         except Exception:
             log.exception("routing a codex message failed; continuing")
 
+    def _before_delivery(self, message: Inbound) -> None:
+        """Called on the reader thread for each notification or server request before anyone
+        can see it: a transport's hook (nothing here)."""
+
     def _dispatch_line(self, line: bytes) -> None:
         try:
             # Decoding first skips json's per-call encoding detection (a fifth of the reader's
@@ -204,7 +208,9 @@ class JsonRpcConnection:
             if rid is not None and (not isinstance(rid, int | str) or isinstance(rid, bool)):
                 self._note_diagnostic("server request with an invalid id", line)
                 return
-            self._deliver(Inbound(method, params, rid))
+            inbound = Inbound(method, params, rid)
+            self._before_delivery(inbound)
+            self._deliver(inbound)
             return
         if "id" in message and ("result" in message or "error" in message):
             rid = message["id"]
