@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 MAX_TURN_BYTES = 64 * 1024 * 1024
 _CALLS = ("function_call", "custom_tool_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
+_CALL_MARKERS = tuple(f'"{kind}"'.encode() for kind in _CALLS)
 #: Only lines that carry one of these are parsed (the instructions and context are skipped).
 _WANTED = ("task_started", "task_complete", "_call", '"assistant"')
 
@@ -66,7 +67,8 @@ def mark(path: str | None) -> Mark | None:
 
 def read_turn(at: Mark, turn_id: str) -> RecordedTurn | None:
     """The records of turn ``turn_id`` written after ``at``; ``None`` when the file cannot be
-    read or holds no such turn."""
+    read, holds no such turn, or records no tool call since ``at`` (a text-only turn: nothing
+    to reconcile, and its lines are not parsed)."""
     try:
         with open(at.path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -82,6 +84,8 @@ def read_turn(at: Mark, turn_id: str) -> RecordedTurn | None:
 
 
 def _turn(data: bytes, turn_id: str) -> RecordedTurn | None:
+    if not any(marker in data for marker in _CALL_MARKERS):
+        return None
     inside = found = False
     calls: dict[str, tuple[str, str]] = {}
     outputs: dict[str, str] = {}
