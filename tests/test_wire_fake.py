@@ -26,7 +26,7 @@ from hermes_codex_runtime.wire import (
     resolve_codex_binary,
 )
 from hermes_codex_runtime.wire.connection import STDERR_TAIL_LINES
-from hermes_codex_runtime.wire.inbound import Inbound, may_start_process
+from hermes_codex_runtime.wire.inbound import may_start_process
 
 BUDGET = 15.0
 
@@ -338,12 +338,13 @@ def test_a_helper_codex_starts_for_a_running_item_is_reaped_when_codex_dies_mid_
 
 @pytest.mark.parametrize(("method", "kind", "may_start"), [
     ("thread/started", None, True),  # its MCP servers
-    ("item/started", "commandExecution", True),
+    ("item/completed", "commandExecution", True),
     ("item/completed", "fileChange", True),
     ("item/completed", "mcpToolCall", True),
-    ("item/started", "hookPrompt", True),
-    ("item/started", "aKindCodexAddsLater", True),  # unknown: assume it runs something
-    ("item/started", "agentMessage", False),
+    ("item/completed", "hookPrompt", True),
+    ("item/completed", "aKindCodexAddsLater", True),  # unknown: assume it runs something
+    ("item/started", "commandExecution", False),  # what it runs starts after this
+    ("item/completed", "agentMessage", False),
     ("item/completed", "reasoning", False),
     ("item/agentMessage/delta", None, False),
     ("turn/completed", None, False),  # the reader decides that one by what the turn ran

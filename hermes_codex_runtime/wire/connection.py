@@ -16,9 +16,9 @@ Invariants:
 * A codex that dies by itself (killed, crashed) leaves its own children behind — MCP servers,
   shells, the sandbox's file-system helper, in sessions of their own and reparented to init the
   moment codex is gone, so no snapshot taken then finds them. The reader keeps the descendants
-  it saw whenever codex may have started something (a thread, an item that runs something, the
-  end of a turn that had one — not a text-only turn: a snapshot reads all of /proc) and reaps
-  them (identity re-checked) as soon as it sees codex die.
+  it saw whenever codex may have left something running (a thread's load, the end of an item
+  that runs something, the end of a turn that had either — not a text-only turn: a snapshot
+  reads all of /proc) and reaps them (identity re-checked) as soon as it sees codex die.
 
 What the messages *mean* (turns, approvals, projections) is the session layer's business.
 """

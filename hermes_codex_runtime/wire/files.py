@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as JSON, atomically, mode 0600."""
+def atomic_write_json(path: Path, data: Any, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` as JSON, atomically, mode 0600; ``durable`` also waits
+    until the data is on disk (a record that must survive a power cut)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
@@ -20,7 +21,8 @@ def atomic_write_json(path: Path, data: Any) -> None:
             os.fchmod(fh.fileno(), 0o600)
             json.dump(data, fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -65,13 +65,13 @@ RUNS_NOTHING = frozenset({"userMessage", "agentMessage", "reasoning", "plan", "c
 
 
 def may_start_process(message: Inbound) -> bool:
-    """Whether codex may have started a process by the time it sent ``message``: a thread's
-    start (its MCP servers), or the start or end of an item not in :data:`RUNS_NOTHING` (a
-    command's sandbox helpers start after its ``item/started``: its ``item/completed`` sees
-    them)."""
+    """Whether codex may have left a process running by the time it sent ``message``: a
+    thread's start (its MCP servers), or the end of an item not in :data:`RUNS_NOTHING` (what
+    a command, a tool or a hook left behind — the sandbox's helpers start after the item's
+    ``item/started``, so that one shows nothing new)."""
     if message.method == "thread/started":
         return True
-    if message.method not in ("item/started", "item/completed"):
+    if message.method != "item/completed":
         return False
     item = message.params.get("item")
     return not isinstance(item, dict) or item.get("type") not in RUNS_NOTHING

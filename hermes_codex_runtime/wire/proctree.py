@@ -46,12 +46,43 @@ def started(pid: int) -> float | None:
 
 
 def snapshot_descendants(pid: int) -> list[psutil.Process]:
-    """psutil handles for every current descendant of ``pid`` (``[]`` when it is gone)."""
-    try:
-        children: list[psutil.Process] = psutil.Process(pid).children(recursive=True)
-        return children
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return []
+    """psutil handles for every current descendant of ``pid`` (``[]`` when it is gone),
+    parents before their children."""
+    if not sys.platform.startswith("linux"):
+        try:
+            children: list[psutil.Process] = psutil.Process(pid).children(recursive=True)
+            return children
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return []
+    by_parent: dict[int, list[int]] = {}
+    for child, parent in _parents():
+        by_parent.setdefault(parent, []).append(child)
+    handles: list[psutil.Process] = []
+    pending = list(by_parent.get(pid, ()))
+    while pending and len(handles) < 4096:
+        child = pending.pop(0)
+        pending.extend(by_parent.get(child, ()))
+        with contextlib.suppress(psutil.Error):
+            handles.append(psutil.Process(child))  # gone since the scan: not a descendant now
+    return handles
+
+
+def _parents() -> Iterable[tuple[int, int]]:
+    """(pid, parent pid) of every process, from ``/proc/PID/stat`` — read with plain system
+    calls: a third of psutil's cost for the same scan, which a reader runs while a turn waits."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                raw = os.read(fd, 1024)
+            finally:
+                os.close(fd)
+            end = raw.rfind(b")")  # the command name may hold spaces and parentheses
+            yield int(name), int(raw[end + 4:raw.index(b" ", end + 4)])
+        except (OSError, ValueError):
+            continue  # exited meanwhile
 
 
 def merge_snapshots(*snapshots: Iterable[psutil.Process]) -> list[psutil.Process]:

@@ -97,7 +97,9 @@ class ProcessRegistry:
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        atomic_write_json(self.path, data)
+        # not durable: after a power cut no recorded process runs any more, so nothing is lost;
+        # the write happens while codex's reader waits (see AppServerConnection)
+        atomic_write_json(self.path, data, durable=False)
 
     def register(self, pid: int) -> None:
         """Record ``pid`` (an app-server this process just spawned)."""
