@@ -6,6 +6,7 @@ the installed codex binary generates; each test ends with the wire clean.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -27,6 +28,7 @@ from hermes_codex_runtime.wire import (
 )
 from hermes_codex_runtime.wire.connection import STDERR_TAIL_LINES
 from hermes_codex_runtime.wire.inbound import may_start_process
+from hermes_codex_runtime.wire.proctree import snapshot_descendants
 
 BUDGET = 15.0
 
@@ -354,6 +356,36 @@ def test_the_reader_looks_for_codex_processes_only_where_codex_may_have_started_
     """A look at codex's processes reads all of /proc: a text-only turn takes none."""
     params = {"item": {"type": kind, "id": "i1"}} if kind else {}
     assert may_start_process(Inbound(method, params)) is may_start
+
+
+def _own_session(proc: psutil.Process) -> bool:
+    with contextlib.suppress(OSError, psutil.Error):
+        return os.getsid(proc.pid) == proc.pid and proc.name() == "sleep"
+    return False
+
+
+def test_a_snapshot_finds_every_descendant_also_in_a_session_of_its_own(tmp_path):
+    """What a reaper relies on: children, grandchildren and a grandchild that left for its own
+    session are all found (as psutil's own walk finds them); a process that is gone has none."""
+    ready = tmp_path / "ready"
+    tree = psutil.Popen(["sh", "-c", f"sleep 60 & setsid sleep 60 & : > {ready}; wait"])
+    try:
+        deadline = time.monotonic() + BUDGET
+        def settled() -> bool:
+            children = tree.children()
+            return ready.exists() and len(children) >= 2 and any(map(_own_session, children))
+
+        while not settled() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        found = {proc.pid for proc in snapshot_descendants(tree.pid)}
+        assert found == {proc.pid for proc in tree.children(recursive=True)}
+        assert len(found) >= 2 and any(_own_session(psutil.Process(pid)) for pid in found)
+    finally:
+        for proc in [*tree.children(recursive=True), tree]:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        tree.wait(timeout=BUDGET)
+    assert snapshot_descendants(tree.pid) == []
 
 
 def test_what_a_codex_that_dies_by_itself_started_is_reaped_when_it_dies(fake_codex):
