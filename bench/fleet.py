@@ -272,9 +272,11 @@ class CpuSplit:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.start: tuple[float, dict[int, float], float] | None = None
+        self.began_at = 0.0  # the wall clock, for a profile of the same window
 
     def begin(self) -> None:
         self.start = (*tree_cpu(self.pid), time.monotonic())
+        self.began_at = time.time()
 
     def figures(self, turns: int) -> dict[str, Any]:
         if self.start is None or turns <= 0:
@@ -288,7 +290,8 @@ class CpuSplit:
         return {"client_cpu_ms_per_turn": round(1000 * client / turns, 1),
                 "codex_cpu_ms_per_turn": round(1000 * codex / turns, 1),
                 "measured_wall_s": round(wall, 2),
-                "cpu_busy_fraction": round((client + codex) / max(1e-9, wall * cores), 2)}
+                "cpu_busy_fraction": round((client + codex) / max(1e-9, wall * cores), 2),
+                "measured_window": [self.began_at, time.time()]}
 
 
 def run_clients(n: int, warmup: int, turns: int, turn: Callable[[int, int], None],

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import os
 import sqlite3
 import statistics
@@ -236,18 +235,7 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
         if (far := result.get("remote")) else [])
 
 
-def main() -> int:
-    from hermes_codex_runtime.wire import resolve_codex_binary
-
-    out = None
-    if "--out" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--out") + 1])
-    result = run_replay_bench(resolve_codex_binary().path)
-    print("\n".join(render_lines(result)))
-    if out:
-        out.write_text(json.dumps({"replay": result}, indent=2))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    import standalone
+
+    sys.exit(standalone.main("replay", run_replay_bench, render_lines))

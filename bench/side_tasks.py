@@ -21,7 +21,6 @@ Alone: ``.venv/bin/python bench/side_tasks.py [--out FILE]``.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -163,18 +162,7 @@ def render_lines(result: dict[str, Any] | None) -> list[str]:
         f"{load['ratio']:.2f}×"]
 
 
-def main() -> int:
-    from hermes_codex_runtime.wire import resolve_codex_binary
-
-    out = None
-    if "--out" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--out") + 1])
-    result = run_side_task_bench(resolve_codex_binary().path)
-    print("\n".join(render_lines(result)))
-    if out:
-        out.write_text(json.dumps({"side_tasks": result}, indent=2))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    import standalone
+
+    sys.exit(standalone.main("side_tasks", run_side_task_bench, render_lines))
