@@ -13,7 +13,7 @@ PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
 .PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-per-session lint bench \
-        soak soak-gateway profile-turn clean dist wheelhouse-019 wheelhouse-022 \
+        soak soak-gateway profile-turn profile-fleet clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
 # An editable install has no wheel root: the start-up hook the wheel puts into site-packages
@@ -162,6 +162,11 @@ soak-gateway: setup
 # Where a warm turn's client time goes (cProfile of a real AIAgent's warm turns).
 profile-turn: setup
 	$(PY) bench/profile_turn.py
+
+# Where the CPU of N=8 concurrent turns goes (this project, Hermes, codex) and the p95 floor
+# it implies on this machine: bench/results/<date>-fleet-profile.json.
+profile-fleet: setup
+	$(PY) bench/profile_fleet.py --out bench/results/$$(date -u +%F)-fleet-profile.json
 
 # The full soak (CI runs 120 turns): one session, 500 turns, memory slope reported.
 soak: setup

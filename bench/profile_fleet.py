@@ -10,7 +10,8 @@ library), codex's CPU, and the latency figures.
 From those it derives the floor of the N=8 p95 on this machine, whatever this project does:
 the client's Python runs under one GIL, so a batch of N turns needs at least N × its CPU per
 turn of one core, and N × (client + codex) CPU of all cores, on top of the model's own delay.
-It prints the floor next to the target, and the client CPU per turn that would meet it.
+It prints the floor — as measured, and with this project's own CPU taken out — next to the
+target, and the CPU per turn that would meet the target on this machine.
 """
 
 from __future__ import annotations
@@ -68,16 +69,24 @@ def per_turn(entry: dict[str, Any], profile: Path, turns: int) -> dict[str, Any]
 
 def floor(one: dict[str, Any], many: dict[str, Any], delay_ms: float, cores: int,
           target: float) -> dict[str, Any]:
-    """The least p95 a batch of N turns can have here, and the client CPU that meets target."""
+    """The least p95 a batch of N turns can have here — as measured, and without this
+    project's own CPU — and the CPU per turn that would meet ``target``."""
     n = int(many["n"])
     client, codex = float(many["client_cpu_ms_per_turn"]), float(many["codex_cpu_ms_per_turn"])
-    bound = delay_ms + max(n * client, n * (client + codex) / cores)
+    plugin = float(many.get("client_split_ms_per_turn", {}).get("plugin", 0.0))
     p95_one = float(one["p95_ms"])
-    budget = target * p95_one - delay_ms  # what the batch's CPU may take
-    return {"floor_ms": round(bound), "floor_ratio": round(bound / p95_one, 2),
+
+    def bound(client_ms: float) -> float:
+        return delay_ms + max(n * client_ms, n * (client_ms + codex) / cores)
+
+    budget = target * p95_one - delay_ms  # what the batch's CPU may take of the wall time
+    return {"floor_ms": round(bound(client)), "floor_ratio": round(bound(client) / p95_one, 2),
+            "floor_without_plugin_ms": round(bound(client - plugin)),
+            "floor_without_plugin_ratio": round(bound(client - plugin) / p95_one, 2),
             "target_ratio": target,
-            "client_cpu_ms_per_turn_for_target": round(
-                max(0.0, min(budget / n, budget * cores / n - codex)), 1),
+            "cpu_ms_per_turn_for_target": round(budget * cores / n, 1),
+            "client_cpu_ms_per_turn_for_target": round(budget / n, 1),
+            "client_cpu_ms_per_turn": client, "plugin_cpu_ms_per_turn": plugin,
             "codex_cpu_ms_per_turn": codex, "cores": cores}
 
 

@@ -111,3 +111,44 @@ def test_the_knee_is_the_first_level_that_collapses():
     # no collapse: safe only as far as it was tested
     assert run.knee.analyse(levels[:2], 2, 16)["cap_below_knee"] is True
     assert run.knee.analyse(levels[:2], 2, 32)["cap_below_knee"] is None
+
+
+def _bench_module(name: str):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_the_fleet_profile_floor_is_the_model_delay_plus_the_busier_of_one_gil_and_all_cores():
+    profile = _bench_module("profile_fleet")
+    one = {"n": 1, "p95_ms": 400.0}
+    # codex-bound: 8 x (10 + 90) ms over 2 cores = 400 ms > 8 x 10 ms under one GIL
+    many = {"n": 8, "client_cpu_ms_per_turn": 10.0, "codex_cpu_ms_per_turn": 90.0,
+            "client_split_ms_per_turn": {"plugin": 4.0}}
+    verdict = profile.floor(one, many, 250.0, 2, 1.5)
+    assert verdict["floor_ms"] == 650 and verdict["floor_ratio"] == 1.62
+    assert verdict["floor_without_plugin_ms"] == 634  # 250 + 8 x 96 / 2
+    assert verdict["cpu_ms_per_turn_for_target"] == 87.5  # (1.5 x 400 - 250) x 2 / 8
+    # GIL-bound: 8 x 300 ms of the client's Python on one core
+    many = {"n": 8, "client_cpu_ms_per_turn": 300.0, "codex_cpu_ms_per_turn": 80.0}
+    assert profile.floor(one, many, 250.0, 2, 2.0)["floor_ms"] == 2650
+
+
+def test_the_cpu_sampler_reports_what_each_owner_spent_within_a_window(tmp_path):
+    sampler = _bench_module("cpu_sampler")
+    path = tmp_path / "cpu.jsonl"
+    rows = [{"t": 10.0, "process": 100.0, "plugin": 1.0, "hermes": 50.0},
+            {"t": 11.0, "process": 300.0, "plugin": 5.0, "hermes": 210.0},
+            {"t": 12.0, "process": 400.0, "plugin": 6.0, "hermes": 300.0}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    window = sampler.window(path, 10.5, 11.0)
+    assert window == {"process": 200.0, "plugin": 4.0, "hermes": 160.0, "seconds": 1.0}
+    assert sampler.window(path, 9.0, 11.0) is None  # the file does not cover the window
