@@ -37,7 +37,7 @@ import pluggy
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
-from hermes_codex_runtime.session import CodexSession
+from hermes_codex_runtime.session import CodexSession, prepare
 from hermes_codex_runtime.values import (
     ApprovalRequest,
     CodexEvent,
@@ -191,6 +191,30 @@ class CodexRuntime:
             self._interrupted.discard(key)
         if entry is not None:
             entry.session.close()
+
+    def prewarm(self, agent: Any) -> threading.Thread | None:
+        """Start, in the background, what the agent's first turn would wait for — the
+        app-server its session will join, the walls' verdict (:func:`~.session.prepare`) — while
+        the host is still composing that turn. Only before this runtime has any session (later
+        agents find theirs up). Returns the thread, or ``None`` when there is nothing to do; a
+        failure is left to the turn, which meets it again and reports it."""
+        with self._lock:
+            if self._entries:
+                return None
+        settings = self._settings(agent, TurnContext())
+        if isinstance(settings, TurnResult):
+            return None
+
+        def run() -> None:
+            try:
+                prepare(self.pool, settings)
+            except Exception as exc:
+                log.debug("preparing a first codex session failed (the turn reports it): %s",
+                          redact(str(exc)))
+
+        thread = threading.Thread(target=run, name="codex-prewarm", daemon=True)
+        thread.start()
+        return thread
 
     def session_for(self, agent: Any) -> CodexSession | None:
         """The live session of ``agent``, if any."""

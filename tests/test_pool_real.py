@@ -483,3 +483,36 @@ def test_the_next_agent_at_a_collected_agents_address_gets_a_session_of_its_own(
     assert result.ok and result.final_text == "second", result.error
     assert runtime.session_for(successor) is not dropped
     assert not runtime.session_for(successor).retired
+
+
+def test_a_first_session_joins_the_app_server_started_ahead_of_it(make_runtime, mock_provider):
+    """``prewarm`` while the host composes the first turn: the turn runs on that process, a
+    later agent's prewarm starts nothing, and per-session placement starts nothing ahead."""
+    mock_provider.set_default(echo_model())
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True)
+    first = Agent("first")
+    thread = runtime.prewarm(first)
+    assert thread is not None
+    thread.join(60)
+    [conn] = make_runtime.connections
+    assert alive(conn.pid) and len(runtime.pool.servers()) == 1
+    assert runtime.run_turn(first, "hello").final_text == "echo: hello"
+    assert make_runtime.connections == [conn]
+    assert runtime.prewarm(Agent("second")) is None  # a session exists: nothing ahead
+    alone, _ = make_runtime(settings_for(make_runtime, Placement(PER_SESSION)), per_agent=True)
+    prepared = alone.prewarm(Agent("third"))
+    assert prepared is not None
+    prepared.join(60)
+    assert make_runtime.connections == [conn]
+
+
+def test_an_app_server_started_ahead_that_no_session_joins_ends(make_runtime):
+    from hermes_codex_runtime.session.spawn import spawn_options
+
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)))
+    options = spawn_options(settings_for(make_runtime, Placement(SHARED)))
+    assert runtime.pool.prewarm(options, Placement(SHARED), hold=0.5)
+    [conn] = make_runtime.connections
+    assert not runtime.pool.prewarm(options, Placement(SHARED))  # one is up: not a second
+    assert wait_for(lambda: not alive(conn.pid), timeout=15)
+    assert runtime.pool.servers() == []

@@ -1,6 +1,8 @@
 """What a Hermes turn costs the plugin besides codex's own work, on a real Hermes and the real
-codex binary: the host probe runs once per process, cheaply, and never on a turn; config.yaml
-is read when it changes, not twice a turn; an unchanged thread binding is not rewritten."""
+codex binary: the host probe runs once per process, cheaply, and never on a turn; an agent built
+for codex has its app-server started while Hermes composes the first turn, and the plugin loads
+no terminal toolkit into a process that shows no terminal; config.yaml is read when it changes,
+not twice a turn; an unchanged thread binding is not rewritten."""
 
 from __future__ import annotations
 
@@ -55,6 +57,69 @@ def test_a_fresh_processs_first_turn_never_walks_the_installed_distributions(her
     outcome = json.loads(lines[-1])
     assert outcome["completed"] and outcome["answer"] == "first answer"
     assert outcome["ours"] == []
+
+
+#: A fresh Hermes process builds an agent for codex, waits (bounded) for a codex app-server to
+#: be its child, then runs the first turn; then imports Hermes' slash-command registry.
+PREPARED_TURN = textwrap.dedent("""
+    import json, sys, time
+    import psutil
+    import run_agent
+
+    def codex_children():
+        found = []
+        for child in psutil.Process().children():
+            try:  # Hermes' own probes come and go meanwhile
+                if "app-server" in child.cmdline():
+                    found.append(child.pid)
+            except psutil.Error:
+                pass
+        return sorted(found)
+
+    built = time.monotonic()
+    agent = run_agent.AIAgent(model="mock-model", provider="openai",
+                              api_mode="codex_app_server", api_key="sk-test-not-used",
+                              base_url="http://127.0.0.1:9/v1", quiet_mode=True,
+                              skip_memory=True, skip_context_files=True)
+    agent.session_cwd = sys.argv[1]
+    while not codex_children() and time.monotonic() - built < 60:
+        time.sleep(0.02)
+    before = codex_children()
+    toolkit_before = "prompt_toolkit" in sys.modules
+    result = agent.run_conversation("hello")
+    from hermes_codex_runtime.hermes.shared import shared_runtime
+    session = shared_runtime().session_for(agent)
+    turn_pid = session.connection.pid if session is not None else None
+    after = codex_children()
+    toolkit_after = "prompt_toolkit" in sys.modules
+    import hermes_cli.commands
+    from hermes_cli.plugins import get_plugin_commands
+    print(json.dumps({"completed": result.get("completed"), "before": before, "after": after,
+                      "turn_pid": turn_pid, "toolkit": [toolkit_before, toolkit_after],
+                      "commands": sorted(get_plugin_commands())}))
+    agent.close()
+""")
+
+
+def test_an_agent_built_for_codex_has_its_app_server_up_before_its_first_turn(hermes):
+    """The app-server is started in the background when the agent is built, and the first turn
+    runs on that very process (no second start-up on the turn's path). The slash commands are
+    registered once Hermes' registry is imported — not by loading its terminal toolkit into a
+    process that never shows a terminal."""
+    from hermes_codex_runtime.testing import mock_provider as mp
+
+    hermes.provider.enqueue(mp.text("first answer"))
+    proc = subprocess.run([sys.executable, "-c", PREPARED_TURN, str(hermes.workdir)],
+                          capture_output=True, text=True, timeout=180, env=dict(os.environ),
+                          check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-2000:]
+    outcome = json.loads(lines[-1])
+    assert outcome["completed"]
+    assert len(outcome["before"]) == 1, outcome
+    assert outcome["after"] == outcome["before"] == [outcome["turn_pid"]]
+    assert outcome["toolkit"] == [False, False]
+    assert "codex-status" in outcome["commands"]
 
 
 def test_the_host_probe_runs_once_however_many_first_callers_race_for_it(monkeypatch):

@@ -136,23 +136,17 @@ def _run_cli(args: argparse.Namespace) -> int:
 
 
 def register_commands(ctx: Any) -> dict[str, bool]:
-    """Register what this host accepts; returns what took."""
+    """Register what this host accepts; returns what took. The slash commands wait until Hermes'
+    command registry (``hermes_cli.commands``) is imported — everything that dispatches a slash
+    command imports it first, and on the 0.19 line it costs ~0.1 s (the terminal UI toolkit) that
+    a gateway run, a cron job or a library agent would otherwise pay for the plugin alone."""
     done: dict[str, bool] = {}
     register = getattr(ctx, "register_command", None)
-    resolve = symbol("hermes_cli.commands", "resolve_command", feature="slash commands")
     if callable(register):
-        try:
-            register("codex-status", _codex_status_command,
-                     description="codex runtime: thread, binary, tokens, context use")
-            done["codex-status"] = True
-            builtin = callable(resolve) and resolve("codex-runtime") is not None
-            if not builtin:
-                register("codex-runtime", _codex_runtime_command,
-                         description="switch the OpenAI runtime (auto | codex_app_server)",
-                         args_hint="auto|codex_app_server|status")
-            done["codex-runtime"] = not builtin
-        except Exception:
-            log.warning("codex-runtime: registering slash commands failed", exc_info=True)
+        from hermes_codex_runtime.hermes.after_import import after_import
+
+        after_import("hermes_cli.commands", lambda: _register_slash(register))
+        done["slash commands (once the registry loads)"] = True
     register_cli = getattr(ctx, "register_cli_command", None)
     if callable(register_cli):
         try:
@@ -164,3 +158,17 @@ def register_commands(ctx: Any) -> dict[str, bool]:
         except Exception:
             log.warning("codex-runtime: registering `hermes %s` failed", CLI_NAME, exc_info=True)
     return done
+
+
+def _register_slash(register: Any) -> None:
+    """``/codex-status``, and ``/codex-runtime`` where Hermes has none of its own."""
+    try:
+        register("codex-status", _codex_status_command,
+                 description="codex runtime: thread, binary, tokens, context use")
+        resolve = symbol("hermes_cli.commands", "resolve_command", feature="slash commands")
+        if not (callable(resolve) and resolve("codex-runtime") is not None):
+            register("codex-runtime", _codex_runtime_command,
+                     description="switch the OpenAI runtime (auto | codex_app_server)",
+                     args_hint="auto|codex_app_server|status")
+    except Exception:
+        log.warning("codex-runtime: registering slash commands failed", exc_info=True)

@@ -155,8 +155,14 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                'a stop before the turn starts',
                required=True, verified=BOTH,
                when_missing='—'),
+    HostSymbol('run_agent', 'AIAgent.__init__',
+               "wrapped (once `run_agent` is imported): an agent built for codex has its "
+               "app-server started while Hermes composes the first turn",
+               required=False, verified=BOTH,
+               when_missing="the first turn starts codex itself, as before"),
     HostSymbol('hermes_cli.commands', 'resolve_command',
-               'registering /codex-runtime only where Hermes has none',
+               'registering /codex-runtime only where Hermes has none (once this module is '
+               'imported: the slash commands are registered then)',
                required=True, verified=BOTH,
                when_missing='the fallback command is not registered'),
     HostSymbol('hermes_cli.config', 'save_config',

@@ -170,6 +170,35 @@ def _route_review_fork() -> None:
     review_module._resolve_review_runtime = resolve
 
 
+def follow_agent_construction() -> bool:
+    """``AIAgent.__init__`` wrapped: an agent built for codex has what its first turn would wait
+    for — the process's app-server, the walls' verdict — started in the background
+    (:func:`~.turn.prepare_first_turn`) while Hermes composes that turn. Called once
+    ``run_agent`` has been imported (:mod:`.early`)."""
+    cls = symbol("run_agent", "AIAgent", feature="codex started while the first turn is built")
+    init = getattr(cls, "__init__", None)
+    if not isinstance(cls, type) or not callable(init):
+        return False
+    if getattr(init, _MARK, False):
+        return True
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if getattr(self, "api_mode", None) == "codex_app_server":
+            try:
+                from hermes_codex_runtime.hermes.turn import prepare_first_turn
+
+                prepare_first_turn(self)
+            except Exception:
+                log.debug("codex-runtime: preparing the first codex turn failed; the turn "
+                          "does it", exc_info=True)
+
+    setattr(__init__, _MARK, True)
+    cls.__init__ = __init__  # type: ignore[misc]
+    return True
+
+
 def wire_agent_class(cls: type) -> None:
     """Make ``steer`` reach the codex turn and ``close``/``release_clients`` close the codex
     session."""

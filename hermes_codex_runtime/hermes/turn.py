@@ -98,6 +98,12 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
         return _failed(messages, exc)
 
 
+def prepare_first_turn(agent: Any) -> None:
+    """An ``AIAgent`` was built for codex (:func:`.seams.follow_agent_construction`): start
+    what its first turn would wait for in the background, while Hermes composes that turn."""
+    shared_runtime().prewarm(agent)
+
+
 def _failed(messages: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
     error = f"{type(exc).__name__}: {exc}"
     return {"final_response": setup_failed(error),

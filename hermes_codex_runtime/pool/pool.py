@@ -51,6 +51,8 @@ from hermes_codex_runtime.wire.websocket import EndpointError
 
 log = logging.getLogger(__name__)
 
+#: How long an app-server started ahead of its first session waits for it (seconds).
+PREWARM_HOLD = 120.0
 #: Why an endpoint could not be used that means "it is gone", not "it refused us".
 UNREACHABLE = frozenset({"refused", "timeout", "closed"})
 
@@ -112,7 +114,6 @@ class ServerPool:
             return server.open_channel()
         key = ("shared", *launch_key(options))
         limits = placement.limits
-        shared_options = dataclasses.replace(options, cwd=None)  # threads carry their own cwd
         with self._placing(key):
             with self._lock:
                 self._servers[key] = [s for s in self._servers.get(key, []) if s.ended is None]
@@ -138,10 +139,33 @@ class ServerPool:
             if chosen is not None:
                 with contextlib.suppress(Exception):
                     return chosen.open_channel(returning=thread_id)
-            server = self._start(key, lambda: launch(spawner, shared_options),
-                                 grace=limits.idle_grace, unloads=unloads_at_once(
-                                     options.extra_args), unload_after=unload_after(limits))
-            return server.open_channel()
+            return self._start_shared(key, options, limits).open_channel()
+
+    def prewarm(self, options: SpawnOptions, placement: Placement | None = None, *,
+                hold: float = PREWARM_HOLD) -> bool:
+        """Start the shared app-server a first session with ``options`` will join, so that
+        session finds it up; True when one was started. Only for a pool without a live local
+        process (later sessions find theirs up) and a shared placement (a per-session process is
+        the session's own; an endpoint is someone else's). One that no session joins within
+        ``hold`` seconds ends. Raises what starting raises."""
+        placement = placement or Placement()
+        if placement.mode != SHARED:
+            return False
+        key = ("shared", *launch_key(options))
+        with self._placing(key):
+            with self._lock:
+                if self._closed or self._process_count():
+                    return False
+            server = self._start_shared(key, options, placement.limits)
+            self._idle(server, hold)
+        return True
+
+    def _start_shared(self, key: tuple[Any, ...], options: SpawnOptions,
+                      limits: PoolLimits) -> SharedServer:
+        shared = dataclasses.replace(options, cwd=None)  # threads carry their own cwd
+        return self._start(key, lambda: launch(self._spawn, shared), grace=limits.idle_grace,
+                           unloads=unloads_at_once(options.extra_args),
+                           unload_after=unload_after(limits))
 
     @staticmethod
     def _make_room(servers: Sequence[SharedServer]) -> SharedServer | None:

@@ -5,7 +5,8 @@ The rooms:
 
 * :mod:`.codex_session` — :class:`CodexSession`: the session's channel and the order of things
   in a turn; interrupt, steer and close from any thread;
-* :mod:`.spawn` — the options a session's app-server starts with (or is shared by);
+* :mod:`.spawn` — the options a session's app-server starts with (or is shared by), and
+  :func:`~.spawn.prepare`: what a first session waits for, done ahead of it;
 * :mod:`.thread` — start, resume, the history seed, the config check;
 * :mod:`.turn` — :class:`~.turn.TurnDriver`: one turn's loop over the ordered inbound stream;
 * :mod:`.notes` — what each notification does, as a table; :mod:`.recovery` — a turn whose
@@ -22,6 +23,7 @@ business (:mod:`hermes_codex_runtime.pool`); the values exchanged with the host 
 """
 
 from hermes_codex_runtime.session.codex_session import CodexSession
+from hermes_codex_runtime.session.spawn import prepare
 from hermes_codex_runtime.values import (
     MAX_TIMEOUT,
     ApprovalRequest,
@@ -39,4 +41,5 @@ __all__ = [
     "CodexSession",
     "SessionSettings",
     "TurnResult",
+    "prepare",
 ]

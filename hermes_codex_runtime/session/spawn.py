@@ -1,12 +1,15 @@
 """How a session (or a side task) with given settings starts an app-server, or which shared one
-it joins: :func:`spawn_options`. Two sessions with equal options share a local process."""
+it joins: :func:`spawn_options` (two sessions with equal options share a local process); and
+:func:`prepare`, what a first session would wait for, done ahead of it."""
 
 from __future__ import annotations
 
 import os
 
+from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import UNUSED_NOTIFICATIONS
 from hermes_codex_runtime.values import SessionSettings
+from hermes_codex_runtime.walls import thread_walls
 from hermes_codex_runtime.wire import CodexHomeError, SpawnOptions, provider_credential_names
 from hermes_codex_runtime.wire.codex_config import runtime_args
 
@@ -33,3 +36,13 @@ def spawn_options(settings: SessionSettings) -> SpawnOptions:
         # a name commands may inherit must first reach the process they inherit from
         env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
         experimental_api=bool(s.host_tools), opt_out_notifications=UNUSED_NOTIFICATIONS)
+
+
+def prepare(pool: ServerPool, settings: SessionSettings) -> None:
+    """What the first session with ``settings`` would otherwise wait for, done now: its shared
+    app-server started (:meth:`.ServerPool.prewarm`) and, for a thread on this machine, the
+    walls' verdict settled (a fresh install probes its binary once). Raises what starting
+    raises; the session meets the same failure and reports it."""
+    pool.prewarm(spawn_options(settings), settings.app_server)
+    if settings.app_server is None or settings.app_server.mode != "endpoints":
+        thread_walls(settings)
