@@ -59,6 +59,9 @@ OUTPUT_COMMAND = "sleep 0.5; head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99
 #: Scenarios of bench/fleet.py, and the knee (bench/knee.py).
 FLEET_SCENARIOS = list(fleet.SCENARIOS)
 SDK_VENV = ROOT / "bench" / ".venv-sdk"
+#: Turns per process of the ``stream`` and ``approval`` scenarios (the median is the figure: one
+#: turn of ~0.2 s swung the ratio by ±15% between runs on this small machine).
+REPEATS = 5
 FLOOD = 50_000
 FLOOD_DELTA = "tok "
 IMPORTS = {
@@ -103,10 +106,10 @@ def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -
     provider.clear()
     provider.set_default(mp.text("ok"))
     if scenario == "stream":
-        provider.enqueue(mp.text("ok"), mp.text("tok " * 2000, deltas=2000))
+        provider.enqueue(mp.text("ok"), *[mp.text("tok " * 2000, deltas=2000)] * REPEATS)
     elif scenario == "approval":
-        provider.enqueue(mp.text("ok"), mp.exec_command("echo approved", escalated=True),
-                         mp.text("done"))
+        provider.enqueue(mp.text("ok"), *[step for _ in range(REPEATS) for step in (
+            mp.exec_command("echo approved", escalated=True), mp.text("done"))])
     elif scenario == "output":
         provider.enqueue(mp.text("ok"), mp.exec_command(OUTPUT_COMMAND), mp.text("done"))
     elif scenario == "flood":
@@ -210,7 +213,7 @@ def main() -> int:
         cwd.mkdir()
         config = {"codex_bin": binary.path, "codex_home": str(codex_home), "cwd": str(cwd),
                   "fake_codex": fake.path, "flood": FLOOD, "flood_delta": FLOOD_DELTA,
-                  "warm_turns": 20,
+                  "warm_turns": 20, "repeats": REPEATS,
                   "hermes_home_plugin": str(hermes_home(root, codex_home, True)),
                   "hermes_home_plain": str(hermes_home(root, codex_home, False))}
         config_path = root / "config.json"
