@@ -45,16 +45,22 @@ FIRST_TURN = textwrap.dedent("""
 """)
 
 
-def test_a_fresh_processs_first_turn_never_walks_the_installed_distributions(hermes):
+def first_turn(hermes, script: str) -> dict:
+    """Run ``script`` (a fresh Hermes process whose first turn the mock answers "first
+    answer") and return the JSON line it printed last."""
     from hermes_codex_runtime.testing import mock_provider as mp
 
     hermes.provider.enqueue(mp.text("first answer"))
-    proc = subprocess.run([sys.executable, "-c", FIRST_TURN, str(hermes.workdir)],
+    proc = subprocess.run([sys.executable, "-c", script, str(hermes.workdir)],
                           capture_output=True, text=True, timeout=180, env=dict(os.environ),
                           check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-2000:]
-    outcome = json.loads(lines[-1])
+    return json.loads(lines[-1])
+
+
+def test_a_fresh_processs_first_turn_never_walks_the_installed_distributions(hermes):
+    outcome = first_turn(hermes, FIRST_TURN)
     assert outcome["completed"] and outcome["answer"] == "first answer"
     assert outcome["ours"] == []
 
@@ -106,15 +112,7 @@ def test_an_agent_built_for_codex_has_its_app_server_up_before_its_first_turn(he
     runs on that very process (no second start-up on the turn's path). The slash commands are
     registered once Hermes' registry is imported — not by loading its terminal toolkit into a
     process that never shows a terminal."""
-    from hermes_codex_runtime.testing import mock_provider as mp
-
-    hermes.provider.enqueue(mp.text("first answer"))
-    proc = subprocess.run([sys.executable, "-c", PREPARED_TURN, str(hermes.workdir)],
-                          capture_output=True, text=True, timeout=180, env=dict(os.environ),
-                          check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-2000:]
-    outcome = json.loads(lines[-1])
+    outcome = first_turn(hermes, PREPARED_TURN)
     assert outcome["completed"]
     assert len(outcome["before"]) == 1, outcome
     assert outcome["after"] == outcome["before"] == [outcome["turn_pid"]]
