@@ -486,8 +486,8 @@ def test_the_next_agent_at_a_collected_agents_address_gets_a_session_of_its_own(
 
 
 def test_a_first_session_joins_the_app_server_started_ahead_of_it(make_runtime, mock_provider):
-    """``prewarm`` while the host composes the first turn: the turn runs on that process, a
-    later agent's prewarm starts nothing, and per-session placement starts nothing ahead."""
+    """``prewarm`` while the host composes the first turn: the turn runs on that process, and
+    a later agent's prewarm starts nothing."""
     mock_provider.set_default(echo_model())
     runtime, _host = make_runtime(settings_for(make_runtime, Placement(SHARED)), per_agent=True)
     first = Agent("first")
@@ -499,11 +499,27 @@ def test_a_first_session_joins_the_app_server_started_ahead_of_it(make_runtime, 
     assert runtime.run_turn(first, "hello").final_text == "echo: hello"
     assert make_runtime.connections == [conn]
     assert runtime.prewarm(Agent("second")) is None  # a session exists: nothing ahead
-    alone, _ = make_runtime(settings_for(make_runtime, Placement(PER_SESSION)), per_agent=True)
-    prepared = alone.prewarm(Agent("third"))
-    assert prepared is not None
-    prepared.join(60)
-    assert make_runtime.connections == [conn]
+
+
+def test_a_first_per_session_session_takes_the_process_started_ahead_as_its_own(
+        make_runtime, mock_provider):
+    """Per-session placement: the process started ahead becomes the first session's own; the
+    next session gets a process of its own, and each ends with its session."""
+    mock_provider.set_default(echo_model())
+    runtime, _host = make_runtime(settings_for(make_runtime, Placement(PER_SESSION)),
+                                  per_agent=True)
+    first, second = Agent("first"), Agent("second")
+    thread = runtime.prewarm(first)
+    assert thread is not None
+    thread.join(60)
+    [ahead] = make_runtime.connections
+    assert runtime.run_turn(first, "one").final_text == "echo: one"
+    assert runtime.session_for(first).connection.pid == ahead.pid
+    assert runtime.run_turn(second, "two").final_text == "echo: two"
+    [_, own] = make_runtime.connections
+    assert runtime.session_for(second).connection.pid == own.pid != ahead.pid
+    runtime.close(first)
+    assert wait_for(lambda: not alive(ahead.pid), timeout=15) and alive(own.pid)
 
 
 def test_an_app_server_started_ahead_that_no_session_joins_ends(make_runtime):

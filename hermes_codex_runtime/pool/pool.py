@@ -105,6 +105,10 @@ class ServerPool:
             return self._endpoint_channel(options, placement, endpoint)
         self._ensure_reaper(placement.limits)
         if placement.mode == PER_SESSION:
+            ahead = self._take_ahead(options)
+            if ahead is not None:
+                with contextlib.suppress(Exception):
+                    return ahead.open_channel()
             with self._lock:
                 full = self._process_count() >= placement.limits.max_processes
             if full:
@@ -143,22 +147,43 @@ class ServerPool:
 
     def prewarm(self, options: SpawnOptions, placement: Placement | None = None, *,
                 hold: float = PREWARM_HOLD) -> bool:
-        """Start the shared app-server a first session with ``options`` will join, so that
+        """Start the app-server a first session with ``options`` will be placed on, so that
         session finds it up; True when one was started. Only for a pool without a live local
-        process (later sessions find theirs up) and a shared placement (a per-session process is
-        the session's own; an endpoint is someone else's). One that no session joins within
-        ``hold`` seconds ends. Raises what starting raises."""
+        process (later sessions find theirs up) and a local placement (an endpoint is someone
+        else's): shared, the process that session joins; per-session, the process that becomes
+        that session's own (the next session gets one of its own as usual). One that no session
+        takes within ``hold`` seconds ends. Raises what starting raises."""
         placement = placement or Placement()
-        if placement.mode != SHARED:
+        if placement.mode not in (SHARED, PER_SESSION):
             return False
-        key = ("shared", *launch_key(options))
+        key = (placement.mode if placement.mode == SHARED else "ahead", *launch_key(options))
         with self._placing(key):
             with self._lock:
                 if self._closed or self._process_count():
                     return False
-            server = self._start_shared(key, options, placement.limits)
+            if placement.mode == SHARED:
+                server = self._start_shared(key, options, placement.limits)
+            else:
+                ready = dataclasses.replace(options, cwd=None)  # the thread carries its own cwd
+                server = self._start(key, lambda: launch(self._spawn, ready), grace=0.0)
             self._idle(server, hold)
         return True
+
+    def _take_ahead(self, options: SpawnOptions) -> SharedServer | None:
+        """The per-session process :meth:`prewarm` started for sessions with ``options``, now
+        this session's own (it leaves the waiting list, so no other session takes it)."""
+        key = ("ahead", *launch_key(options))
+        with self._lock:
+            waiting = [s for s in self._servers.get(key, []) if s.ended is None
+                       and not s.draining and s.channel_count == 0]
+            if not waiting:
+                return None
+            server = waiting[0]
+            self._servers[key].remove(server)
+            server.key = ("per-session", next(self._serial))
+            self._servers[server.key] = [server]
+            self._cancel_timer(server)
+            return server
 
     def _start_shared(self, key: tuple[Any, ...], options: SpawnOptions,
                       limits: PoolLimits) -> SharedServer:
