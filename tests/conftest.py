@@ -4,6 +4,10 @@
   marked ``real_codex`` automatically; tests that import Hermes carry ``real_hermes``.
 * With ``HCR_REQUIRE_REAL=1`` (``make test`` and CI) the run FAILS unless tests of both kinds ran
   and none of them was skipped — a suite that silently skips the real parts proves nothing.
+* ``HCR_APP_SERVER=per-session`` (``make test-per-session``) runs the tests whose sessions are
+  placed by that setting — those using the runtime, Hermes or Hermes-home fixtures, or a module
+  that reads the layout (``support.APP_SERVER_MODE``, ``hermes_env.base_config``); the others
+  would run exactly as in the shared cells, and are deselected (counted in the summary).
 """
 
 from __future__ import annotations
@@ -85,7 +89,22 @@ REAL_MARKERS = ("real_codex", "real_hermes")
 _outcomes: dict[str, dict[str, int]] = {m: {"ran": 0, "skipped": 0} for m in REAL_MARKERS}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: Fixtures whose sessions are placed by ``HCR_APP_SERVER`` (the runtime, Hermes, a Hermes home).
+LAYOUT_FIXTURES = frozenset({"make_runtime", "hermes", "hermes_base", "home"})
+
+
+def _follows_layout(item: pytest.Item) -> bool:
+    module = getattr(item, "module", None)
+    return bool(LAYOUT_FIXTURES & set(getattr(item, "fixturenames", ()))) or any(
+        hasattr(module, name) for name in ("APP_SERVER_MODE", "base_config"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("HCR_APP_SERVER", "shared") == "per-session":
+        others = [item for item in items if not _follows_layout(item)]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if _follows_layout(item)]
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "codex_binary" in names:

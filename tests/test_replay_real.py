@@ -20,7 +20,7 @@ import psutil
 import pytest
 import yaml
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
-from support import alive, descendants
+from support import APP_SERVER_MODE, alive, descendants
 
 from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 from hermes_codex_runtime.testing.replay_script import after_tool, agent, last_user_text
@@ -254,7 +254,7 @@ def test_a_recorded_session_replays_with_two_variants_into_a_full_report(recorde
             assert turn_requests(recorded["provider"], prefix, model) == 1
     log = (folder / "run.log").read_text()
     # where the user's sessions run: one shared process, or (make test-per-session) one each
-    processes = 1 if os.environ.get("HCR_APP_SERVER", "shared") == "shared" else 2
+    processes = 1 if APP_SERVER_MODE == "shared" else 2
     assert f"{processes} codex app-server process(es) for 2 variant(s)" in log
     assert "[controller] run approved" in log and "[v1-mock-model:tool] exec_command" in log
     for name in ("state.json", "run.log", "report.json", "report.html", "source.json"):
