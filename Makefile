@@ -68,10 +68,11 @@ test-022: setup-022 codex-npm wheelhouse-022
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest -p no:cacheprovider
 
-# the whole suite again with a codex process per session (model.codex_app_server: per-session)
-# instead of the default shared app-server
+# the suite again with a codex process per session (model.codex_app_server: per-session) instead
+# of the default shared app-server: the tests whose sessions that setting places (the others
+# would run exactly as in test-019 and are deselected; tests/conftest.py)
 test-per-session: setup wheelhouse-019
-	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the whole suite"
+	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the tests it places"
 	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
 	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q -p no:cacheprovider
 
