@@ -88,12 +88,17 @@ HOST_DONE = textwrap.dedent("""
 """)
 
 
-def test_what_codex_started_is_reaped_at_the_next_start_even_when_codex_is_gone(fake_codex,
-                                                                                  tmp_path):
+@pytest.mark.parametrize("scenario", [
+    {"turns": [[{"grandchild": True}, {"message": "spawned"}]]},
+    {"helper_at_eof": True, "turns": [[{"message": "done"}]]},
+], ids=["seen-in-a-session-of-its-own", "started-as-codex-exits"])
+def test_what_codex_started_is_reaped_at_the_next_start_even_when_codex_is_gone(
+        fake_codex, tmp_path, scenario):
     """The host is killed; codex sees its stdin close and exits, as it does — but a process it
-    started in a session of its own (an MCP server, the sandbox's helper) stays, reparented to
-    init. Only the registry still knows it: the next start reaps it."""
-    fake_codex.set_scenario({"turns": [[{"grandchild": True}, {"message": "spawned"}]]})
+    started stays, reparented to init: one in a session of its own (an MCP server) that the
+    connection saw, or a helper started as codex exits, which nobody saw but which stays in the
+    process group codex led. The registry still knows both: the next start reaps them."""
+    fake_codex.set_scenario(scenario)
     registry_file = tmp_path / "processes.json"
     ready = tmp_path / "ready"
     host = subprocess.Popen([sys.executable, "-c", HOST_DONE, fake_codex.path,

@@ -10,6 +10,8 @@ import contextlib
 import os
 import signal
 import stat
+import subprocess
+import sys
 import time
 
 import psutil
@@ -180,6 +182,86 @@ def test_close_reaps_a_grandchild_in_its_own_session_even_when_codex_ignores_eof
     assert fake_codex.live_grandchildren() == []
     assert conn.returncode is not None
     fake_codex.assert_wire_clean()
+
+
+def test_close_reaps_a_helper_codex_starts_after_the_last_look(fake_codex):
+    """codex may start a helper while it shuts down (the sandbox's file-system helper): no
+    snapshot saw it, and it is reparented to init the moment codex exits — it is found in the
+    process group codex leads."""
+    fake_codex.set_scenario({"helper_at_eof": True})
+    conn = spawn(fake_codex)
+    assert os.getpgid(conn.pid) == conn.pid  # codex leads a group of its own
+    try:
+        conn.close(grace=0.5)
+        assert len(fake_codex.grandchildren()) == 1
+        assert fake_codex.live_grandchildren() == []
+    finally:
+        fake_codex.kill_leftovers()
+
+
+def test_a_helper_no_look_saw_is_reaped_when_codex_dies_by_itself(fake_codex):
+    fake_codex.set_scenario({"turns": [[{"grandchild": "helper"}, {"crash": 3}]]})
+    conn = spawn(fake_codex)
+    try:
+        with contextlib.suppress(TransportClosed):  # it may die before turn/start's reply
+            start_turn(conn)
+            drain(conn)  # the stream ends: codex died mid-turn, nobody calls close()
+        assert len(fake_codex.grandchildren()) == 1
+        deadline = time.monotonic() + 10
+        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake_codex.live_grandchildren() == []
+    finally:
+        conn.close(grace=0.5)
+        fake_codex.kill_leftovers()
+
+
+@pytest.mark.parametrize("ending", ["closed", "died"])
+def test_a_sandbox_helper_orphaned_by_its_own_launcher_is_reaped_when_codex_ends(fake_codex,
+                                                                                  ending):
+    """codex's sandbox helper (``bwrap … -- codex --codex-run-as-fs-helper``) can outlive the
+    launcher codex started it from, in a process group of its own: an orphan of init that no
+    look at codex's tree or group finds. It wraps this very binary: once codex is gone it is
+    found and reaped — whether codex was closed or died by itself."""
+    fake_codex.set_scenario({"ignore_eof": ending == "closed", "turns": [[
+        {"grandchild": "sandboxed"}, {"message": "spawned"},
+        *([{"crash": 3}] if ending == "died" else [])]]})
+    conn = spawn(fake_codex)
+    try:
+        with contextlib.suppress(TransportClosed):
+            start_turn(conn)
+            drain(conn)
+        [(helper, _created)] = fake_codex.grandchildren()
+        assert psutil.Process(helper).ppid() == 1 and os.getpgid(helper) != conn.pid
+        if ending == "closed":
+            conn.close(grace=0.5)
+        deadline = time.monotonic() + 10
+        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fake_codex.live_grandchildren() == []
+    finally:
+        conn.close(grace=0.5)
+        fake_codex.kill_leftovers()
+
+
+def test_an_orphaned_app_server_of_the_same_binary_is_not_taken_for_a_helper(fake_codex):
+    """A codex app-server a service manager runs is an orphan of init too, running the same
+    binary — but not wrapped by a sandbox: closing our codex leaves it alone."""
+    launcher = ("import os, subprocess, sys; os.setpgid(0, 0); print(subprocess.Popen("
+                "[sys.argv[1], '600'], executable='sleep', stdin=subprocess.DEVNULL, "
+                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)")  # `BINARY 600`
+    binary = os.path.realpath(fake_codex.path)
+    conn = spawn(fake_codex)
+    service = int(subprocess.run([sys.executable, "-c", launcher, binary], capture_output=True,
+                                 text=True, timeout=30, check=True).stdout)
+    try:
+        assert psutil.Process(service).cmdline()[0] == binary
+        assert psutil.Process(service).ppid() == 1
+        conn.close(grace=0.5)
+        assert psutil.Process(service).is_running()
+    finally:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(service).kill()
 
 
 def test_a_50mb_line_is_read(fake_codex):

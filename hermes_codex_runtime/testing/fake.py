@@ -37,7 +37,8 @@ class FakeCodex:
         self.state = self.root / "state"
         self.state.mkdir(parents=True, exist_ok=True)
         self.bin_path = self.root / "codex"
-        env_lines = [f"export FAKE_CODEX_STATE={shlex.quote(str(self.state))}"]
+        env_lines = [f"export FAKE_CODEX_STATE={shlex.quote(str(self.state))}",
+                     f"export FAKE_CODEX_BINARY={shlex.quote(os.path.realpath(self.bin_path))}"]
         if schema_dir is not None:
             env_lines.append(f"export FAKE_CODEX_SCHEMA={shlex.quote(str(schema_dir))}")
         env_lines.append(f"export PYTHONPATH={shlex.quote(str(_PACKAGE_ROOT))}"

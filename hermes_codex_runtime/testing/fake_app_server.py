@@ -16,11 +16,13 @@ JSON-RPC on stdio like codex, and:
 Turn steps (a list of one-key-ish objects per ``turn/start``): ``message``, ``partial``, ``flood``,
 ``reasoning``, ``command``, ``file_change``, ``permissions``, ``elicitation``, ``request``,
 ``usage``, ``error``, ``fail``, ``crash``, ``hang``, ``no_complete``, ``turn_aborted``,
-``garbage``, ``huge_delta``, ``grandchild``, ``foreign``, ``sleep``, ``stderr``, and
+``garbage``, ``huge_delta``, ``grandchild`` (in a session of its own; ``"helper"``: in the
+fake's process group), ``foreign``, ``sleep``, ``stderr``, and
 ``lost_completion`` (codex records the turn completed and the thread goes idle, but its
 ``turn/completed`` comes ``after`` seconds, or never). Like codex, a turn's thread reports
 ``thread/status/changed`` active and idle around it, and ``thread/turns/list`` answers from the
-turns the fake recorded.
+turns the fake recorded. ``helper_at_eof`` in the scenario starts a helper in its process group
+as its input closes (as codex may while it shuts down).
 Standard library and the stdlib-only schema validator.
 """
 
@@ -37,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.testing.fake_steps import Interrupted, TurnSteps
+from hermes_codex_runtime.testing.fake_steps import Interrupted, TurnSteps, start_grandchild
 from hermes_codex_runtime.testing.schema import ProtocolSchema, Verdict
 
 JsonObject = dict[str, Any]
@@ -165,6 +167,8 @@ class FakeAppServer(TurnSteps):
                 continue
             self.handle(message)
         self.log({"dir": "in", "kind": "eof"})
+        if self.scenario.get("helper_at_eof"):  # as codex may start one while it shuts down
+            start_grandchild(self.state, own_session=False)
         if self.scenario.get("ignore_eof"):
             while True:  # a wedged codex: only a signal ends it
                 time.sleep(3600)

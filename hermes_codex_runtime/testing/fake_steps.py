@@ -250,15 +250,10 @@ class TurnSteps:
                 "message": f.get("message", "failed"), "codexErrorInfo": f.get("info"),
                 "additionalDetails": None})
             return "ended"
-        if "grandchild" in step:
-            child = subprocess.Popen(
-                [sys.executable, "-c", "import time; time.sleep(600)"],
-                start_new_session=True, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            created = started(child.pid)
-            with open(self.state / "grandchildren.txt", "a", encoding="utf-8") as fh:
-                fh.write(f"{child.pid} {created!r}\n")
+        if step.get("grandchild") == "sandboxed":
+            start_sandboxed_helper(self.state)
+        elif "grandchild" in step:
+            start_grandchild(self.state, own_session=step["grandchild"] != "helper")
         if "foreign" in step:
             other_thread = str(uuid.uuid4())
             other_turn = str(uuid.uuid4())
@@ -351,3 +346,39 @@ def _pieces(text: str, count: int) -> list[str]:
     count = min(count, len(text))
     size = -(-len(text) // count)
     return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def start_grandchild(state: Path, *, own_session: bool) -> None:
+    """Start a process that outlives the fake unless its client reaps it, recorded in
+    ``grandchildren.txt``: in a session of its own (an MCP server), or — ``own_session`` false —
+    in the fake's process group (a helper such as the sandbox's file-system helper)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        start_new_session=own_session, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    created = started(child.pid)
+    with open(state / "grandchildren.txt", "a", encoding="utf-8") as fh:
+        fh.write(f"{child.pid} {created!r}\n")
+
+
+#: Starts the helper in a process group of its own, prints its PID and ends at once.
+_LAUNCHER = ("import os, subprocess, sys; os.setpgid(0, 0); "
+             "print(subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, "
+             "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)")
+
+
+def start_sandboxed_helper(state: Path) -> None:
+    """What codex's sandbox may leave: a wrapper (``bwrap … -- codex --codex-run-as-fs-helper``)
+    that runs this very binary, started by a launcher in a process group of its own which ended
+    at once — so the wrapper is an orphan of init in nobody's group. Recorded in
+    ``grandchildren.txt``."""
+    binary = os.environ.get("FAKE_CODEX_BINARY", "")
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, sys.executable, "-c", "import time; time.sleep(600)",
+         "--", binary, "--codex-run-as-fs-helper"],
+        capture_output=True, text=True, timeout=30, check=True).stdout
+    pid = int(out.strip())
+    created = started(pid)
+    with open(state / "grandchildren.txt", "a", encoding="utf-8") as fh:
+        fh.write(f"{pid} {created!r}\n")

@@ -14,11 +14,13 @@ Invariants:
 * :meth:`close` is idempotent, thread-safe and bounded: it closes stdin, waits briefly,
   terminates, kills, and reaps every descendant snapshotted before the root was retired.
 * A codex that dies by itself (killed, crashed) leaves its own children behind — MCP servers,
-  shells, the sandbox's file-system helper, in sessions of their own and reparented to init the
-  moment codex is gone, so no snapshot taken then finds them. The reader keeps the descendants
-  it saw whenever codex may have left something running (a thread's load, the end of an item
-  that runs something, the end of a turn that had either — not a text-only turn: a snapshot
-  reads all of /proc) and reaps them (identity re-checked) as soon as it sees codex die.
+  shells, the sandbox's file-system helper — reparented to init the moment codex is gone. The
+  reader keeps the descendants it saw whenever codex may have left something running (a
+  thread's load, the end of an item that runs something, the end of a turn that had either —
+  not a text-only turn: a snapshot reads all of /proc); codex leads a process group of its own,
+  where what no look saw stays. Both are reaped (identity re-checked) when codex dies or is
+  closed (:class:`~.proctree.Descendants`). The group also keeps the terminal's Ctrl-C to the
+  host, which interrupts a turn through ``turn/interrupt``, not by signalling codex.
 
 What the messages *mean* (turns, approvals, projections) is the session layer's business.
 """
@@ -35,8 +37,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
-
-import psutil
 
 from hermes_codex_runtime.wire.binary import (
     CodexBinary,
@@ -59,11 +59,10 @@ from hermes_codex_runtime.wire.inbound import (
     RequestId,
     may_start_process,
 )
-from hermes_codex_runtime.wire.proctree import merge_snapshots, reap, running, snapshot_descendants
+from hermes_codex_runtime.wire.proctree import Descendants, merge_snapshots, reap
 from hermes_codex_runtime.wire.redact import redact
 from hermes_codex_runtime.wire.rpc import JsonRpcConnection
 
-_SEEN_MAX = 512
 _LOADS_THREAD = frozenset({"thread/start", "thread/resume", "thread/fork"})  # + MCP servers
 
 log = logging.getLogger(__name__)
@@ -141,7 +140,9 @@ class AppServerConnection(JsonRpcConnection):
         self.server: ServerInfo | None = None
         self._close_lock = threading.Lock()
         self._registry: Any = None
-        self._seen: list[psutil.Process] = []  # descendants seen while codex ran
+        #: what codex started, reaped when it ends (none for a server at an endpoint)
+        self._tree = (Descendants(process.pid, binary.path if binary else None)
+                      if process is not None else None)
         #: codex may have started something since the last turn's end (an item that runs
         #: something, or a thread loaded: its MCP servers): look at the next turn's end
         self._look_at_turn_end = False
@@ -189,6 +190,7 @@ class AppServerConnection(JsonRpcConnection):
                 cwd=opts.cwd,
                 bufsize=-1,
                 close_fds=True,
+                process_group=0,
             )
         except OSError as exc:
             raise CodexBinaryError(
@@ -341,7 +343,7 @@ class AppServerConnection(JsonRpcConnection):
 
     def _before_delivery(self, message: Inbound) -> None:
         """Note codex's descendants where it may have started one, before anyone sees why."""
-        if self._proc is None:
+        if self._tree is None:
             return  # a server at an endpoint: its processes are not ours
         if may_start_process(message):
             self._remember_descendants()
@@ -352,21 +354,16 @@ class AppServerConnection(JsonRpcConnection):
 
     def _remember_descendants(self) -> None:
         """Add codex's current descendants to those seen (reader thread)."""
-        assert self._proc is not None
-        now = snapshot_descendants(self._proc.pid)
-        if not now:
-            return
-        before = len(self._seen)
-        self._seen = merge_snapshots(self._seen, now)[-_SEEN_MAX:]
-        if self._registry is not None and len(self._seen) != before:
+        assert self._tree is not None
+        if self._tree.note() and self._registry is not None:
             with contextlib.suppress(OSError):
                 # for the next host start, should this host die with codex
-                self._registry.note_descendants(self._proc.pid, [
-                    proc for proc in self._seen if running(proc)])
+                self._registry.note_descendants(self._tree.pid, self._tree.running())
 
     def _reap_left_behind(self) -> None:
         """codex died by itself: what it started is orphaned now; end it (reader thread)."""
-        survivors = reap(self._seen, timeout=1.0)
+        assert self._tree is not None
+        survivors = reap(self._tree.left(), timeout=1.0)
         if survivors:
             log.warning("children of a dead codex app-server survived SIGKILL: %s", survivors)
 
@@ -426,7 +423,8 @@ class AppServerConnection(JsonRpcConnection):
             if self._proc is None:
                 self._close_pipe(grace)
                 return
-            first = merge_snapshots(snapshot_descendants(self._proc.pid), self._seen)
+            assert self._tree is not None
+            first = self._tree.current()
             with self._write_lock:
                 self._closed = True
                 with contextlib.suppress(Exception):
@@ -437,8 +435,7 @@ class AppServerConnection(JsonRpcConnection):
             try:
                 self._proc.wait(timeout=max(0.05, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                second = snapshot_descendants(self._proc.pid)
-                first = merge_snapshots(first, second)
+                first = merge_snapshots(first, self._tree.current())
                 with contextlib.suppress(OSError):
                     self._proc.terminate()
                 try:
@@ -448,7 +445,7 @@ class AppServerConnection(JsonRpcConnection):
                         self._proc.kill()
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         self._proc.wait(timeout=grace)
-            survivors = reap(first, timeout=grace)
+            survivors = reap(self._tree.left(first), timeout=grace)
             if survivors:
                 log.warning("codex app-server descendants survived SIGKILL: %s", survivors)
             if self._registry is not None and self._proc.returncode is not None:

@@ -4,12 +4,15 @@ codex starts MCP servers and shell commands; MCP servers may ``setsid`` into the
 so killing the root or its process group misses them, and once the root exits they are reparented
 and no parent walk can find them. The rule here: snapshot descendants (as psutil handles, which
 carry PID + create time) BEFORE the root is retired, and re-check each identity before any signal,
-so a recycled PID is never signalled.
+so a recycled PID is never signalled. What no snapshot saw — a helper codex started after the
+last look, or the sandbox's file-system helper orphaned when its own parent ended — is found
+once codex is gone: :class:`Descendants` keeps both nets for one codex process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 import time
@@ -20,6 +23,7 @@ import psutil
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MAX_DESCENDANTS = 4096  # a snapshot's bound: a fork bomb under codex must not stall its reader
+SEEN_MAX = 512  # the descendants :class:`Descendants` keeps (the newest)
 
 
 def started(pid: int) -> float | None:
@@ -46,6 +50,96 @@ def started(pid: int) -> float | None:
         return None
 
 
+class Descendants:
+    """What one codex process (``pid``, running ``binary``) started, kept so that none of it
+    outlives codex.
+
+    Two nets, as each misses some: the descendants seen while codex ran (:meth:`note`: MCP
+    servers and shells that left for sessions of their own), and what is left behind once codex
+    is gone (:func:`left_behind`: what stays in the process group codex leads — ``process_group=0``
+    at spawn — and the sandbox's helpers orphaned after any look)."""
+
+    def __init__(self, pid: int, binary: str | None = None) -> None:
+        self.pid = pid
+        self.binary = binary
+        self.since = started(pid)
+        try:
+            self.grouped = os.getpgid(pid) == pid
+        except OSError:
+            self.grouped = False
+        self._seen: list[psutil.Process] = []
+
+    def note(self) -> bool:
+        """Add codex's current descendants to those seen; True when any was new."""
+        now = snapshot_descendants(self.pid)
+        if not now:
+            return False
+        before = len(self._seen)
+        self._seen = merge_snapshots(self._seen, now)[-SEEN_MAX:]
+        return len(self._seen) != before
+
+    def running(self) -> list[psutil.Process]:
+        """Those seen that still run (for the registry, should the host die with codex)."""
+        return [proc for proc in self._seen if running(proc)]
+
+    def current(self) -> list[psutil.Process]:
+        """Codex's descendants now, and those seen before (while codex still runs)."""
+        return merge_snapshots(snapshot_descendants(self.pid), self._seen)
+
+    def left(self, *also: Iterable[psutil.Process]) -> list[psutil.Process]:
+        """Everything to reap once codex has exited: ``also``, those seen, and what it left
+        behind."""
+        behind = left_behind(self.pid if self.grouped else None, self.since, self.binary)
+        return merge_snapshots(*also, self._seen, behind)
+
+
+def left_behind(group: int | None, since: float | None,
+                binary: str | None = None) -> list[psutil.Process]:
+    """What a codex process that has exited left running, started no earlier than it (``since``,
+    :func:`started`'s clock), parents before children: the processes still in the process
+    ``group`` it led (the kernel gives no process a group's number while that group has members,
+    so these are its own unless the number came round again after they had all gone), and
+    orphans — reparented to init — that wrap its ``binary``: the sandbox (``bwrap … --
+    codex --codex-run-as-fs-helper``, ``bwrap … -- codex … -- COMMAND``), whose own parent
+    codex started in a group of its own and which ended before them. A codex that is itself an
+    orphan (an app-server a service manager runs) is not one: nothing wraps it."""
+    if since is None:
+        return []
+    found = []
+    # codex starts its helpers as the file it runs (links resolved)
+    wanted = {os.fsencode(binary), os.fsencode(os.path.realpath(binary))} if binary else set()
+    for pid, parent, pgrp, start in _stats():
+        if start < since - 0.005:
+            continue
+        if (group is not None and pgrp == group and pid != group) or (
+                wanted and parent == 1 and _wraps(_argv(pid), wanted)):
+            found.append((start, pid))
+    handles = []
+    for _start, pid in sorted(found)[:MAX_DESCENDANTS]:
+        with contextlib.suppress(psutil.Error):
+            handles.append(psutil.Process(pid))
+    return handles
+
+
+def _wraps(argv: list[bytes], binary: set[bytes]) -> bool:
+    """Whether ``argv`` is a sandbox's that runs one of ``binary`` (``… -- BINARY …``)."""
+    return any(arg == b"--" and following in binary
+               for arg, following in itertools.pairwise(argv))
+
+
+def _argv(pid: int) -> list[bytes]:
+    """``pid``'s command line (``[]`` when it is gone or unreadable)."""
+    if sys.platform.startswith("linux"):
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return []
+    try:
+        return [os.fsencode(arg) for arg in psutil.Process(pid).cmdline()]
+    except psutil.Error:
+        return []
+
+
 def snapshot_descendants(pid: int) -> list[psutil.Process]:
     """psutil handles for every current descendant of ``pid`` (``[]`` when it is gone),
     parents before their children."""
@@ -56,7 +150,7 @@ def snapshot_descendants(pid: int) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return []
     by_parent: dict[int, list[int]] = {}
-    for child, parent in _parents():
+    for child, parent, _group, _start in _stats():
         by_parent.setdefault(parent, []).append(child)
     handles: list[psutil.Process] = []
     pending = list(by_parent.get(pid, ()))
@@ -68,9 +162,16 @@ def snapshot_descendants(pid: int) -> list[psutil.Process]:
     return handles
 
 
-def _parents() -> Iterable[tuple[int, int]]:
-    """(pid, parent pid) of every process, from ``/proc/PID/stat`` — read with plain system
-    calls: half psutil's cost for the same scan, which a reader runs while a turn waits."""
+def _stats() -> Iterable[tuple[int, int, int, float]]:
+    """(pid, parent pid, process group, :func:`started`) of every process, from
+    ``/proc/PID/stat`` — read with plain system calls: half psutil's cost for the same scan,
+    which a reader runs while a turn waits. Elsewhere from psutil."""
+    if not sys.platform.startswith("linux"):
+        for proc in psutil.process_iter(["ppid", "create_time"]):
+            with contextlib.suppress(psutil.Error, OSError):
+                yield (proc.pid, proc.info["ppid"] or 0, os.getpgid(proc.pid),
+                       float(proc.info["create_time"]))
+        return
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -80,9 +181,10 @@ def _parents() -> Iterable[tuple[int, int]]:
                 raw = os.read(fd, 1024)
             finally:
                 os.close(fd)
-            end = raw.rfind(b")")  # the command name may hold spaces and parentheses
-            yield int(name), int(raw[end + 4:raw.index(b" ", end + 4)])
-        except (OSError, ValueError):
+            # the command name may hold spaces and parentheses: the fields follow its last ")"
+            fields = raw[raw.rfind(b")") + 2:].split(maxsplit=20)
+            yield int(name), int(fields[1]), int(fields[2]), int(fields[19]) / _TICKS
+        except (OSError, ValueError, IndexError):
             continue  # exited meanwhile
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import psutil
 
 from hermes_codex_runtime.wire.files import atomic_write_json
-from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants, started
+from hermes_codex_runtime.wire.proctree import left_behind, reap, snapshot_descendants, started
 
 log = logging.getLogger(__name__)
 NOTED_MAX = 64
@@ -172,7 +172,7 @@ class ProcessRegistry:
                             current is not None and cmdline and "start" not in entry
                             and current[2] != cmdline):
                         data["processes"].pop(key, None)  # gone, or the PID was recycled
-                        left = _reap_noted(entry)  # what it started may still run
+                        left = _reap_noted(entry, pid, current is None)  # may still run
                         if left:
                             reaped.extend(left)
                             log.warning("reaped %d process(es) left by codex app-server pid %s "
@@ -189,7 +189,8 @@ class ProcessRegistry:
                 except psutil.Error:
                     data["processes"].pop(key, None)
                     continue
-                tree = [root, *snapshot_descendants(pid), *_noted(entry)]
+                tree = [root, *snapshot_descendants(pid), *_noted(entry),
+                        *left_behind(pid, started(pid))]  # its group: codex leads it
                 survivors = reap(tree, timeout=2.0)
                 if survivors:
                     log.warning("orphaned codex processes survived SIGKILL: %s", survivors)
@@ -216,9 +217,14 @@ def _noted(entry: dict[str, Any]) -> list[psutil.Process]:
     return found
 
 
-def _reap_noted(entry: dict[str, Any]) -> list[int]:
-    """Reap what an entry noted and still runs; the PIDs reaped."""
+def _reap_noted(entry: dict[str, Any], pid: int, leaderless: bool) -> list[int]:
+    """Reap what an entry noted and still runs, and — when no process has the PID codex had
+    (``leaderless``) — what codex left behind (:func:`.proctree.left_behind`); the PIDs reaped."""
     noted = _noted(entry)
+    start, cmdline = entry.get("start"), entry.get("cmdline") or [None]
+    if leaderless and isinstance(start, (int, float)):
+        binary = cmdline[0] if isinstance(cmdline[0], str) else None
+        noted = [*noted, *left_behind(pid, float(start), binary)]
     if not noted:
         return []
     survivors = reap(noted, timeout=2.0)
