@@ -16,6 +16,7 @@ import time
 
 import psutil
 import pytest
+from support import wait_for
 
 from hermes_codex_runtime.protocol import thread_start_params, to_user_input, turn_start_params
 from hermes_codex_runtime.wire import (
@@ -199,46 +200,28 @@ def test_close_reaps_a_helper_codex_starts_after_the_last_look(fake_codex):
         fake_codex.kill_leftovers()
 
 
-def test_a_helper_no_look_saw_is_reaped_when_codex_dies_by_itself(fake_codex):
-    fake_codex.set_scenario({"turns": [[{"grandchild": "helper"}, {"crash": 3}]]})
+@pytest.mark.parametrize(("helper", "ending"), [
+    ("helper", "died"), ("sandboxed", "closed"), ("sandboxed", "died")])
+def test_a_helper_no_look_saw_is_reaped_when_codex_ends(fake_codex, helper, ending):
+    """What no look at codex's tree finds once codex is gone: a helper in codex's process group
+    started between two looks, and codex's sandbox helper (``bwrap … -- codex
+    --codex-run-as-fs-helper``) that outlived the launcher codex started it from in a group of
+    its own — an orphan of init that wraps this very binary. Both are reaped, whether codex was
+    closed or died by itself mid-turn."""
+    fake_codex.set_scenario({"ignore_eof": ending == "closed", "turns": [[
+        {"grandchild": helper}, {"message": "spawned"},
+        *([{"crash": 3}] if ending == "died" else [])]]})
     conn = spawn(fake_codex)
     try:
         with contextlib.suppress(TransportClosed):  # it may die before turn/start's reply
             start_turn(conn)
-            drain(conn)  # the stream ends: codex died mid-turn, nobody calls close()
-        assert len(fake_codex.grandchildren()) == 1
-        deadline = time.monotonic() + 10
-        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert fake_codex.live_grandchildren() == []
-    finally:
-        conn.close(grace=0.5)
-        fake_codex.kill_leftovers()
-
-
-@pytest.mark.parametrize("ending", ["closed", "died"])
-def test_a_sandbox_helper_orphaned_by_its_own_launcher_is_reaped_when_codex_ends(fake_codex,
-                                                                                  ending):
-    """codex's sandbox helper (``bwrap … -- codex --codex-run-as-fs-helper``) can outlive the
-    launcher codex started it from, in a process group of its own: an orphan of init that no
-    look at codex's tree or group finds. It wraps this very binary: once codex is gone it is
-    found and reaped — whether codex was closed or died by itself."""
-    fake_codex.set_scenario({"ignore_eof": ending == "closed", "turns": [[
-        {"grandchild": "sandboxed"}, {"message": "spawned"},
-        *([{"crash": 3}] if ending == "died" else [])]]})
-    conn = spawn(fake_codex)
-    try:
-        with contextlib.suppress(TransportClosed):
-            start_turn(conn)
             drain(conn)
-        [(helper, _created)] = fake_codex.grandchildren()
-        assert psutil.Process(helper).ppid() == 1 and os.getpgid(helper) != conn.pid
+        [(pid, _created)] = fake_codex.grandchildren()
+        if helper == "sandboxed":
+            assert psutil.Process(pid).ppid() == 1 and os.getpgid(pid) != conn.pid
         if ending == "closed":
             conn.close(grace=0.5)
-        deadline = time.monotonic() + 10
-        while fake_codex.live_grandchildren() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert fake_codex.live_grandchildren() == []
+        assert wait_for(lambda: fake_codex.live_grandchildren() == [], timeout=10)
     finally:
         conn.close(grace=0.5)
         fake_codex.kill_leftovers()
