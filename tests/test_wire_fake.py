@@ -201,13 +201,15 @@ def test_close_reaps_a_helper_codex_starts_after_the_last_look(fake_codex):
 
 
 @pytest.mark.parametrize(("helper", "ending"), [
-    ("helper", "died"), ("sandboxed", "closed"), ("sandboxed", "died")])
+    ("helper", "died"), ("sandboxed", "closed"), ("sandboxed", "died"),
+    ("sandboxed-launcher-stays", "closed"), ("sandboxed-launcher-stays", "died")])
 def test_a_helper_no_look_saw_is_reaped_when_codex_ends(fake_codex, helper, ending):
     """What no look at codex's tree finds once codex is gone: a helper in codex's process group
     started between two looks, and codex's sandbox helper (``bwrap … -- codex
-    --codex-run-as-fs-helper``) that outlived the launcher codex started it from in a group of
-    its own — an orphan of init that wraps this very binary. Both are reaped, whether codex was
-    closed or died by itself mid-turn."""
+    --codex-run-as-fs-helper``, in a session of its own) — an orphan of init that wraps this
+    very binary once the launcher codex started it from has ended, or the child of a launcher
+    that is still there, which reaping the launcher would orphan. All are reaped, whether codex
+    was closed or died by itself mid-turn."""
     fake_codex.set_scenario({"ignore_eof": ending == "closed", "turns": [[
         {"grandchild": helper}, {"message": "spawned"},
         *([{"crash": 3}] if ending == "died" else [])]]})
@@ -219,6 +221,8 @@ def test_a_helper_no_look_saw_is_reaped_when_codex_ends(fake_codex, helper, endi
         [(pid, _created)] = fake_codex.grandchildren()
         if helper == "sandboxed":
             assert psutil.Process(pid).ppid() == 1 and os.getpgid(pid) != conn.pid
+        if helper == "sandboxed-launcher-stays" and ending == "closed":
+            assert psutil.Process(pid).ppid() != 1 and os.getpgid(pid) != conn.pid
         if ending == "closed":
             conn.close(grace=0.5)
         assert wait_for(lambda: fake_codex.live_grandchildren() == [], timeout=10)

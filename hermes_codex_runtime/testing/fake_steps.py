@@ -250,8 +250,9 @@ class TurnSteps:
                 "message": f.get("message", "failed"), "codexErrorInfo": f.get("info"),
                 "additionalDetails": None})
             return "ended"
-        if step.get("grandchild") == "sandboxed":
-            start_sandboxed_helper(self.state)
+        if step.get("grandchild") in ("sandboxed", "sandboxed-launcher-stays"):
+            start_sandboxed_helper(self.state,
+                                   launcher_stays=step["grandchild"].endswith("stays"))
         elif "grandchild" in step:
             start_grandchild(self.state, own_session=step["grandchild"] != "helper")
         if "foreign" in step:
@@ -362,23 +363,32 @@ def start_grandchild(state: Path, *, own_session: bool) -> None:
         fh.write(f"{child.pid} {created!r}\n")
 
 
-#: Starts the helper in a process group of its own, prints its PID and ends at once.
-_LAUNCHER = ("import os, subprocess, sys; os.setpgid(0, 0); "
-             "print(subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, "
-             "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)")
+#: Starts the helper (``argv[2:]``) in a session of its own and prints its PID; then ends at
+#: once, in a process group of its own (``argv[1]`` "gone"), or stays in the fake's ("stays").
+_LAUNCHER = ("import os, subprocess, sys, time\n"
+             "gone = sys.argv[1] == 'gone'\n"
+             "if gone: os.setpgid(0, 0)\n"
+             "print(subprocess.Popen(sys.argv[2:], start_new_session=True, "
+             "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+             "stderr=subprocess.DEVNULL).pid, flush=True)\n"
+             "if not gone: time.sleep(600)\n")
 
 
-def start_sandboxed_helper(state: Path) -> None:
-    """What codex's sandbox may leave: a wrapper (``bwrap … -- codex --codex-run-as-fs-helper``)
-    that runs this very binary, started by a launcher in a process group of its own which ended
-    at once — so the wrapper is an orphan of init in nobody's group. Recorded in
-    ``grandchildren.txt``."""
+def start_sandboxed_helper(state: Path, *, launcher_stays: bool) -> None:
+    """What codex's sandbox starts: a launcher (``codex-linux-sandbox``, in codex's group) and
+    the wrapper it runs in a session of its own (``bwrap … -- codex --codex-run-as-fs-helper``),
+    which runs this very binary. The launcher either ends at once, in a group of its own — the
+    wrapper is then an orphan of init in nobody's group — or stays, so that ending it orphans
+    the wrapper. The wrapper is recorded in ``grandchildren.txt``."""
     binary = os.environ.get("FAKE_CODEX_BINARY", "")
-    out = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, sys.executable, "-c", "import time; time.sleep(600)",
-         "--", binary, "--codex-run-as-fs-helper"],
-        capture_output=True, text=True, timeout=30, check=True).stdout
-    pid = int(out.strip())
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", _LAUNCHER, "stays" if launcher_stays else "gone", sys.executable,
+         "-c", "import time; time.sleep(600)", "--", binary, "--codex-run-as-fs-helper"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert launcher.stdout is not None
+    pid = int(launcher.stdout.readline())
+    if not launcher_stays:
+        launcher.wait(30)
     created = started(pid)
     with open(state / "grandchildren.txt", "a", encoding="utf-8") as fh:
         fh.write(f"{pid} {created!r}\n")

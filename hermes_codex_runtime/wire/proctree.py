@@ -87,38 +87,42 @@ class Descendants:
         return merge_snapshots(snapshot_descendants(self.pid), self._seen)
 
     def left(self, *also: Iterable[psutil.Process]) -> list[psutil.Process]:
-        """Everything to reap once codex has exited: ``also``, those seen, and what it left
-        behind."""
-        behind = left_behind(self.pid if self.grouped else None, self.since, self.binary)
-        return merge_snapshots(*also, self._seen, behind)
+        """Everything to reap once codex has exited, parents before children: ``also``, those
+        seen, what it left behind, and what any of them started since."""
+        return left_behind(self.pid if self.grouped else None, self.since, self.binary,
+                           known=merge_snapshots(*also, self._seen))
 
 
-def left_behind(group: int | None, since: float | None,
-                binary: str | None = None) -> list[psutil.Process]:
-    """What a codex process that has exited left running, started no earlier than it (``since``,
-    :func:`started`'s clock), parents before children: the processes still in the process
-    ``group`` it led (the kernel gives no process a group's number while that group has members,
-    so these are its own unless the number came round again after they had all gone), and
-    orphans — reparented to init — that wrap its ``binary``: the sandbox (``bwrap … --
-    codex --codex-run-as-fs-helper``, ``bwrap … -- codex … -- COMMAND``), whose own parent
-    codex started in a group of its own and which ended before them. A codex that is itself an
-    orphan (an app-server a service manager runs) is not one: nothing wraps it."""
-    if since is None:
-        return []
+def left_behind(group: int | None, since: float | None, binary: str | None = None, *,
+                known: Iterable[psutil.Process] = ()) -> list[psutil.Process]:
+    """What a codex process that has exited left running, parents before children: ``known``
+    (what it was seen to start) and, started no earlier than codex (``since``, :func:`started`'s
+    clock), the processes still in the process ``group`` it led (the kernel gives no process a
+    group's number while that group has members, so these are its own unless the number came
+    round again after they had all gone) and orphans — reparented to init — that wrap its
+    ``binary``: the sandbox (``codex-linux-sandbox``/``bwrap … -- codex
+    --codex-run-as-fs-helper``, ``… -- codex … -- COMMAND``) whose launcher ended before it. A
+    codex that is itself an orphan (an app-server a service manager runs) is not one: nothing
+    wraps it. Each with its descendants now: a launcher's ``bwrap`` runs in a group of its own,
+    and would be orphaned the moment the launcher is reaped."""
+    stats = list(_stats())
     found = []
     # codex starts its helpers as the file it runs (links resolved)
     wanted = {os.fsencode(binary), os.fsencode(os.path.realpath(binary))} if binary else set()
-    for pid, parent, pgrp, start in _stats():
-        if start < since - 0.005:
+    for pid, parent, pgrp, start in stats:
+        if since is None or start < since - 0.005:
             continue
         if (group is not None and pgrp == group and pid != group) or (
                 wanted and parent == 1 and _wraps(_argv(pid), wanted)):
             found.append((start, pid))
-    handles = []
+    roots = list(known)
     for _start, pid in sorted(found)[:MAX_DESCENDANTS]:
         with contextlib.suppress(psutil.Error):
-            handles.append(psutil.Process(pid))
-    return handles
+            roots.append(psutil.Process(pid))
+    roots = merge_snapshots(roots)
+    by_parent = _children(stats)
+    return merge_snapshots(roots, *(_walk(by_parent, proc.pid) for proc in roots
+                                    if running(proc)))
 
 
 def _wraps(argv: list[bytes], binary: set[bytes]) -> bool:
@@ -149,9 +153,18 @@ def snapshot_descendants(pid: int) -> list[psutil.Process]:
             return children
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return []
+    return _walk(_children(_stats()), pid)
+
+
+def _children(stats: Iterable[tuple[int, int, int, float]]) -> dict[int, list[int]]:
     by_parent: dict[int, list[int]] = {}
-    for child, parent, _group, _start in _stats():
+    for child, parent, _group, _start in stats:
         by_parent.setdefault(parent, []).append(child)
+    return by_parent
+
+
+def _walk(by_parent: dict[int, list[int]], pid: int) -> list[psutil.Process]:
+    """Handles for ``pid``'s descendants in ``by_parent``, parents first (bounded)."""
     handles: list[psutil.Process] = []
     pending = list(by_parent.get(pid, ()))
     while pending and len(handles) < MAX_DESCENDANTS:

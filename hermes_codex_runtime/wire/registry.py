@@ -5,7 +5,8 @@ their own sessions, can outlive a host that was killed with SIGKILL. Every spawn
 recorded (PID, create time, command line, and the owning host's PID + create time) in one JSON
 file, with the descendants its connection saw it start (:meth:`ProcessRegistry.note_descendants`:
 once codex is gone they are reparented to init, and only this record still knows them); on the
-next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone.
+next start :meth:`ProcessRegistry.reap_orphans` kills the trees whose owner is gone, with what
+codex left behind (:func:`.proctree.left_behind`: its process group, its sandbox's helpers).
 Identities are re-checked (PID + start time) before any signal, so a recycled PID is never
 signalled; the start time is the kernel's, counted from boot (:func:`proctree.started`), because
 psutil's wall-clock ``create_time`` can move by a whole second between two reads. The command
@@ -30,7 +31,7 @@ from typing import Any
 import psutil
 
 from hermes_codex_runtime.wire.files import atomic_write_json
-from hermes_codex_runtime.wire.proctree import left_behind, reap, snapshot_descendants, started
+from hermes_codex_runtime.wire.proctree import left_behind, reap, started
 
 log = logging.getLogger(__name__)
 NOTED_MAX = 64
@@ -189,8 +190,8 @@ class ProcessRegistry:
                 except psutil.Error:
                     data["processes"].pop(key, None)
                     continue
-                tree = [root, *snapshot_descendants(pid), *_noted(entry),
-                        *left_behind(pid, started(pid))]  # its group: codex leads it
+                # its tree, what it was seen to start, and its group (codex leads one)
+                tree = left_behind(pid, started(pid), known=[root, *_noted(entry)])
                 survivors = reap(tree, timeout=2.0)
                 if survivors:
                     log.warning("orphaned codex processes survived SIGKILL: %s", survivors)
@@ -220,11 +221,12 @@ def _noted(entry: dict[str, Any]) -> list[psutil.Process]:
 def _reap_noted(entry: dict[str, Any], pid: int, leaderless: bool) -> list[int]:
     """Reap what an entry noted and still runs, and — when no process has the PID codex had
     (``leaderless``) — what codex left behind (:func:`.proctree.left_behind`); the PIDs reaped."""
-    noted = _noted(entry)
     start, cmdline = entry.get("start"), entry.get("cmdline") or [None]
     if leaderless and isinstance(start, (int, float)):
         binary = cmdline[0] if isinstance(cmdline[0], str) else None
-        noted = [*noted, *left_behind(pid, float(start), binary)]
+        noted = left_behind(pid, float(start), binary, known=_noted(entry))
+    else:
+        noted = left_behind(None, None, known=_noted(entry))
     if not noted:
         return []
     survivors = reap(noted, timeout=2.0)
