@@ -32,7 +32,8 @@ class FakeCodex:
     """A scripted fake ``codex`` binary in ``directory``."""
 
     def __init__(self, directory: str | os.PathLike[str], schema_dir: str | os.PathLike[str] | None,
-                 scenario: JsonObject | None = None) -> None:
+                 scenario: JsonObject | None = None, *,
+                 experimental_schema_dir: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(directory)
         self.state = self.root / "state"
         self.state.mkdir(parents=True, exist_ok=True)
@@ -41,6 +42,9 @@ class FakeCodex:
                      f"export FAKE_CODEX_BINARY={shlex.quote(os.path.realpath(self.bin_path))}"]
         if schema_dir is not None:
             env_lines.append(f"export FAKE_CODEX_SCHEMA={shlex.quote(str(schema_dir))}")
+        if experimental_schema_dir is not None:  # what a client that opts in may send
+            env_lines.append("export FAKE_CODEX_SCHEMA_EXPERIMENTAL="
+                             f"{shlex.quote(str(experimental_schema_dir))}")
         env_lines.append(f"export PYTHONPATH={shlex.quote(str(_PACKAGE_ROOT))}"
                          '${PYTHONPATH:+:$PYTHONPATH}')
         script = "\n".join([

@@ -5,8 +5,10 @@ by :class:`hermes_codex_runtime.testing.fake.FakeCodex` does this). It speaks ne
 JSON-RPC on stdio like codex, and:
 
 * validates every client request, notification and reply to its server requests against the
-  schema the INSTALLED codex binary generates (``$FAKE_CODEX_SCHEMA``), rejecting what codex would
-  reject with codex's error shape and recording fields codex would silently ignore;
+  schema the INSTALLED codex binary generates (``$FAKE_CODEX_SCHEMA``; once a client opted in
+  with ``capabilities.experimentalApi``, the schema with codex's experimental API,
+  ``$FAKE_CODEX_SCHEMA_EXPERIMENTAL``), rejecting what codex would reject with codex's error
+  shape and recording fields codex would silently ignore;
 * validates its own outbound messages against the same schema (``self_errors`` in the log), so the
   fake never teaches the client a shape codex does not send;
 * plays scripted turns from ``$FAKE_CODEX_STATE/scenario.json`` and keeps state across processes
@@ -49,9 +51,11 @@ class FakeAppServer(TurnSteps):
     """The fake's state machine (its turns' steps: :class:`~.fake_steps.TurnSteps`). One
     instance per process."""
 
-    def __init__(self, state_dir: Path, schema: ProtocolSchema | None) -> None:
+    def __init__(self, state_dir: Path, schema: ProtocolSchema | None,
+                 experimental: ProtocolSchema | None = None) -> None:
         self.state = state_dir
         self.schema = schema
+        self._experimental = experimental  # the schema once the client opts in
         self.scenario: JsonObject = self._read_json("scenario.json", {})
         self.version = str(self.scenario.get("version", "0.163.0"))
         self._out_lock = threading.Lock()
@@ -252,6 +256,9 @@ class FakeAppServer(TurnSteps):
         name = params.get("clientInfo", {}).get("name", "client")
         self.opted_out = frozenset((params.get("capabilities") or {}).get(
             "optOutNotificationMethods") or ())
+        if (params.get("capabilities") or {}).get("experimentalApi") and \
+                self._experimental is not None:
+            self.schema = self._experimental  # as codex: experimental fields are accepted now
         self.reply(rid, "initialize", {
             "userAgent": f"{name}/{self.version} (Linux; x86_64) fake",
             "codexHome": str(self.state),
@@ -470,7 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(scenario["exit_at_start"])
     schema_dir = os.environ.get("FAKE_CODEX_SCHEMA")
     schema = ProtocolSchema(schema_dir) if schema_dir else None
-    server = FakeAppServer(state, schema)
+    experimental_dir = os.environ.get("FAKE_CODEX_SCHEMA_EXPERIMENTAL")
+    experimental = ProtocolSchema(experimental_dir) if experimental_dir and schema else None
+    server = FakeAppServer(state, schema, experimental)
     server.log({"dir": "start", "argv": args, "env_keys": sorted(os.environ)})
     server.serve()
     return 0

@@ -129,10 +129,13 @@ def app_server(codex_binary: CodexBinary,
 
 
 @pytest.fixture
-def fake_codex(protocol_schema: ProtocolSchema, tmp_path: Path) -> Iterator[FakeCodex]:
-    """A fake codex that validates the wire against the real binary's schema."""
+def fake_codex(protocol_schema: ProtocolSchema, experimental_schema: ProtocolSchema,
+               tmp_path: Path) -> Iterator[FakeCodex]:
+    """A fake codex that validates the wire against the real binary's schema (with its
+    experimental API for a client that opts in)."""
     from hermes_codex_runtime.testing.fake import FakeCodex
 
-    fake = FakeCodex(tmp_path / "fake-codex", protocol_schema.directory)
+    fake = FakeCodex(tmp_path / "fake-codex", protocol_schema.directory,
+                     experimental_schema_dir=experimental_schema.directory)
     yield fake
     fake.kill_leftovers()
