@@ -343,9 +343,11 @@ def test_compress_before_a_new_agents_first_turn_compacts_the_stored_thread(herm
 
 
 def test_codex_status_command_reports_on_the_session(hermes):
+    import hermes_cli.commands  # noqa: F401  (what dispatches a slash command imports first)
     from hermes_cli.plugins import get_plugin_command_handler, get_plugin_commands
 
-    assert "codex-status" in get_plugin_commands()  # registered through Hermes' own ctx
+    # registered through Hermes' own ctx, once Hermes' command registry is imported
+    assert "codex-status" in get_plugin_commands()
     hermes.provider.enqueue(mp.text("status please", usage=mp.Usage(
         input=80, cached=20, output=25, reasoning=5, reported_total=130)))
 
