@@ -78,8 +78,10 @@ def tool_call_id(item_id: str) -> str:
     return "codex_" + _ID_SAFE.sub("_", item_id or "item")[:80]
 
 
-def describe_tool(item: Mapping[str, Any]) -> tuple[str, JsonObject]:
-    """``(tool name, arguments)`` for a codex tool item."""
+def describe_tool(item: Mapping[str, Any],
+                  names: Mapping[str, str] | None = None) -> tuple[str, JsonObject]:
+    """``(tool name, arguments)`` for a codex tool item; a host tool's call is named as the
+    host names it (``names``: codex's name → the host's, where they differ)."""
     kind = item.get("type")
     if kind == "commandExecution":
         args: JsonObject = {"command": item.get("command") or ""}
@@ -100,7 +102,8 @@ def describe_tool(item: Mapping[str, Any]) -> tuple[str, JsonObject]:
                 arguments if isinstance(arguments, dict) else {"arguments": arguments})
     if kind == "dynamicToolCall":
         arguments = item.get("arguments")
-        return (str(item.get("tool") or "dynamic_tool"),
+        tool = str(item.get("tool") or "dynamic_tool")
+        return ((names or {}).get(tool, tool),
                 arguments if isinstance(arguments, dict) else {"arguments": arguments})
     if kind == "webSearch":
         return "web_search", {"query": item.get("query") or ""}
@@ -166,7 +169,9 @@ class Projector:
     """Accumulates one turn's items. Feed :meth:`feed` every in-scope notification, then call
     :meth:`finish` once the turn is over."""
 
-    def __init__(self) -> None:
+    def __init__(self, tool_names: Mapping[str, str] | None = None) -> None:
+        #: codex's name → the host's, for host tools codex knows by another name
+        self.tool_names = dict(tool_names or {})
         self.messages: list[JsonObject] = []
         self.tool_iterations = 0
         self.final_text = ""
@@ -215,7 +220,7 @@ class Projector:
         else:
             self._open[item_id].item.update(item)
         if item.get("type") in TOOL_ITEM_TYPES:
-            name, args = describe_tool(item)
+            name, args = describe_tool(item, self.tool_names)
             return ToolCall(tool_call_id(item_id), name, args, item_id)
         return None
 
@@ -245,7 +250,7 @@ class Projector:
         if kind not in TOOL_ITEM_TYPES:
             return None
         self._flush_interim_text()
-        name, args = describe_tool(item)
+        name, args = describe_tool(item, self.tool_names)
         call = ToolCall(tool_call_id(item_id), name, args, item_id)
         self._add(len(self.messages), item_id, call, tool_result(item, streamed,
                                                                  closed_early=closed_early))

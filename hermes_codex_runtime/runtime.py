@@ -6,7 +6,8 @@ created lazily on the first turn. A turn arrives with the host's
 host's per-turn data travels there, never on its agent object). Per turn it:
 
 1. asks the host for settings and its system prompt (a changed prompt retires the thread: the next
-   thread starts fresh and seeded);
+   thread starts fresh and seeded; changed host tools take a new session on the same thread,
+   which :mod:`.session.thread` keeps only while it offers every tool the host has now);
 2. on a new session, asks for the stored thread id to resume (or reuses the thread of a session it
    just retired, in a new process);
 3. runs the turn — approvals and progress go to the host's hooks as they happen;

@@ -45,6 +45,48 @@ HOOK_RECORDER = textwrap.dedent('''
 ''')
 
 
+TOOL_KIT = textwrap.dedent('''
+    """Test plugin: tools a Hermes plugin registers — one that echoes its arguments, one that
+    raises, one that waits until Hermes interrupts it (polling Hermes' per-thread flag) — and a
+    pre_tool_call policy that blocks any tool called with the word "forbidden"."""
+    import json, time
+
+    SCHEMA = {"type": "object", "properties": {"word": {"type": "string"},
+                                               "count": {"type": "integer"}}}
+
+    def echo_args(args, **kwargs):
+        return json.dumps({"echoed": args})
+
+    def always_raises(args, **kwargs):
+        raise RuntimeError("the kit's tool broke on purpose")
+
+    def wait_for_interrupt(args, **kwargs):
+        from tools.interrupt import is_interrupted
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if is_interrupted():
+                return json.dumps({"stopped": "interrupted"})
+            time.sleep(0.02)
+        return json.dumps({"stopped": "timeout"})
+
+    def block_forbidden(tool_name=None, args=None, **kwargs):
+        """A policy hook: Hermes blocks any tool called with the word "forbidden"."""
+        if isinstance(args, dict) and args.get("word") == "forbidden":
+            return {"action": "block", "message": f"{tool_name}: the kit's policy blocks that"}
+        return None
+
+    def register(ctx):
+        ctx.register_hook("pre_tool_call", block_forbidden)
+        for name, handler, what in (
+                ("kit_echo", echo_args, "Echo the arguments back."),
+                ("kit_raises", always_raises, "A tool that fails."),
+                ("kit_wait", wait_for_interrupt, "Wait until interrupted.")):
+            ctx.register_tool(name=name, toolset="tool_kit",
+                              schema={"name": name, "description": what, "parameters": SCHEMA},
+                              handler=handler, description=what)
+''')
+
+
 def base_config(**model: Any) -> dict[str, Any]:
     """config.yaml for tests: the plugin (and the hook recorder) enabled, no lazy installs."""
     model_section = {"provider": "openai-codex", "default": "mock-model",
@@ -53,7 +95,7 @@ def base_config(**model: Any) -> dict[str, Any]:
         model_section["codex_app_server"] = os.environ["HCR_APP_SERVER"]
     model_section.update(model)
     return {
-        "plugins": {"enabled": ["codex-runtime", "hook-recorder"]},
+        "plugins": {"enabled": ["codex-runtime", "hook-recorder", "tool-kit"]},
         "security": {"allow_lazy_installs": False, "tirith_enabled": False},
         "model": model_section,
         "approvals": {"mode": "off", "timeout": 20},
@@ -66,14 +108,19 @@ def base_config(**model: Any) -> dict[str, Any]:
 
 
 def write_hermes_home(home: Path, config: dict[str, Any]) -> None:
-    """Create ``home`` with ``config`` and the hook-recorder directory plugin."""
+    """Create ``home`` with ``config`` and the test's directory plugins (the hook recorder, the
+    tool kit)."""
     home.mkdir(parents=True, exist_ok=True)
-    plugin = home / "plugins" / "hook-recorder"
-    plugin.mkdir(parents=True, exist_ok=True)
-    (plugin / "plugin.yaml").write_text(
-        "name: hook-recorder\nversion: 1.0.0\ndescription: records hooks\nauthor: tests\n"
-        "kind: standalone\n")
-    (plugin / "__init__.py").write_text(HOOK_RECORDER)
+    for name, what, source, extra in (
+            ("hook-recorder", "records hooks", HOOK_RECORDER, ""),
+            ("tool-kit", "test tools", TOOL_KIT,
+             "provides_tools: [kit_echo, kit_raises, kit_wait]\n")):
+        plugin = home / "plugins" / name
+        plugin.mkdir(parents=True, exist_ok=True)
+        (plugin / "plugin.yaml").write_text(
+            f"name: {name}\nversion: 1.0.0\ndescription: {what}\nauthor: tests\n"
+            f"kind: standalone\n{extra}")
+        (plugin / "__init__.py").write_text(source)
     write_offline_caches(home)
     write_config(home, config)
     write_missing_chat_catalog(home)
@@ -242,3 +289,36 @@ def chat_finished(proc: Any) -> bool:
         return True
     return (proc.returncode == -signal.SIGSEGV and importlib.util.find_spec("nemo_relay")
             is not None and "session_id:" in (proc.stderr or ""))
+
+
+def hermes_tool(name: str) -> str:
+    """Hermes' own name for one of its tools on this host line (the 0.22 line renamed some:
+    ``todo`` → ``todo_list``, ``cronjob`` → ``cronjob_manage``)."""
+    import model_tools
+
+    return getattr(model_tools, "_LEGACY_TOOL_ALIASES", {}).get(name, name)
+
+
+def calls_hermes_tool(name: str, arguments: Any):
+    """A mock model reply: the model calls Hermes' tool ``name`` as the request offers it — by
+    name (codex's name for an MCP tool), or through Hermes' Tool Search bridge (``tool_call``),
+    where Hermes lists the tool behind ``tool_search`` as its own loop does (the 0.22 line)."""
+    from hermes_codex_runtime.testing import mock_provider as mp
+
+    name = hermes_tool(name)
+    codex_name = "mcp_" + name[len("mcp__"):] if name.startswith("mcp__") else name
+
+    def reply(body: dict[str, Any]):
+        offered = {tool.get("name") for tool in body.get("tools", [])}
+        if codex_name in offered:
+            return mp.tool_call(codex_name, arguments)
+        return mp.tool_call("tool_call", {"name": name, "arguments": arguments})
+    return reply
+
+
+def reachable_tools(agent: Any, offered: set[str]) -> set[str]:
+    """What a request offering ``offered`` lets the model call: those, and where Hermes' Tool
+    Search bridge is among them, the tools behind it."""
+    from hermes_codex_runtime.hermes.tools.bridge import bridged_names
+
+    return offered | (set(bridged_names(agent)) if "tool_call" in offered else set())

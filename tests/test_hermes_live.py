@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 import pytest
+import yaml
 from hermes_env import Gateway, write_config
 
 from hermes_codex_runtime.testing import mock_provider as mp
@@ -46,6 +47,10 @@ def run(gateway: Gateway, text: str) -> list[dict]:
 
 
 def test_an_api_run_streams_output_reasoning_the_plan_and_two_texts(home, mock_provider):
+    # codex's own plan tool is the plan where Hermes' todo is not offered (it replaces it)
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["agent"] = {**config.get("agent", {}), "disabled_toolsets": ["todo"]}
+    write_config(home, config)
     gateway = Gateway(home)
     try:
         scenario(mock_provider)

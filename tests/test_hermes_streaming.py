@@ -98,8 +98,9 @@ def test_codex_progress_reaches_hermes_display(hermes):
 
 
 def test_plan_updates_become_one_checklist_per_change(hermes):
-    """codex's plan tool is on for every thread: each real change of the model's plan is a
-    checklist in Hermes' status (one chat bubble, keyed ``codex-plan``); a repeat is not."""
+    """codex's plan tool is on for every thread where Hermes' todo is not offered (it replaces
+    it): each real change of the model's plan is a checklist in Hermes' status (one chat
+    bubble, keyed ``codex-plan``); a repeat is not."""
     def plan(*statuses):
         steps = [{"step": name, "status": status}
                  for name, status in zip(("look", "write"), statuses, strict=True)]
@@ -108,7 +109,8 @@ def test_plan_updates_become_one_checklist_per_change(hermes):
     hermes.provider.enqueue(plan("in_progress", "pending"), plan("in_progress", "pending"),
                             plan("completed", "in_progress"), mp.text("planned"))
     statuses: list[tuple[str, str]] = []
-    agent = hermes.agent(status_callback=lambda kind, message: statuses.append((kind, message)))
+    agent = hermes.agent(status_callback=lambda kind, message: statuses.append((kind, message)),
+                         disabled_toolsets=["todo"])
     assert agent.run_conversation("plan it")["final_response"] == "planned"
     assert [message for kind, message in statuses if kind == "codex-plan"] == [
         "📋 plan 0/2 done\n  ▸ look\n  ○ write", "📋 plan 1/2 done\n  ✓ look\n  ▸ write"]

@@ -83,11 +83,17 @@ def command_turn(command: str, answer: str):
     return turn
 
 
+def is_review(body: dict[str, Any]) -> bool:
+    """The background review fork's request: offered Hermes' memory tool, and not the rest of
+    the agent's Hermes tools (``delegate_task``, on both host lines) that the user's own turns
+    are offered."""
+    return "memory" in tools_of(body) and "delegate_task" not in tools_of(body)
+
+
 def review_or(turn):
-    """The background review fork (a codex turn offered Hermes' memory tool) saves a memory;
-    everything else goes to ``turn``."""
+    """The background review fork saves a memory; everything else goes to ``turn``."""
     def reply(body: dict[str, Any]) -> mp.Reply:
-        if "memory" in tools_of(body):
+        if is_review(body):
             if any(i.get("type") == "function_call_output" for i in body["input"]):
                 return mp.text("Saved the preference.")
             return mp.tool_call("memory", {"action": "add", "target": "memory",
@@ -119,7 +125,7 @@ def test_the_api_server_runs_the_judge_the_title_and_the_review_on_codex(home, m
     assert "approval.request" not in names and names[-1] == "run.completed", names
     requests = mock_provider.requests
     follow_up = [b for b in requests if not is_judge(b) and not is_title(b)
-                 and "memory" not in tools_of(b)][-1]
+                 and not is_review(b)][-1]
     assert "judged-by-hermes" in json.dumps(follow_up["input"][-1])  # the judge approved it
     [judge] = [b for b in requests if is_judge(b)]
     side_tasks = {"approval": judge}
@@ -131,7 +137,7 @@ def test_the_api_server_runs_the_judge_the_title_and_the_review_on_codex(home, m
                                     "title_generation": "title-model"}[task]
         assert tools_of(request) <= INERT, (task, tools_of(request))
     assert {"memory", "skill_manage"} <= tools_of(
-        next(b for b in requests if "memory" in tools_of(b)))  # the review ran on codex
+        next(b for b in requests if is_review(b)))  # the review ran on codex
     assert {task: model for task, model in aux_tasks(home).items() if task in side_tasks} == \
         {"approval": "judge-model", **({"title_generation": "title-model"}
                                        if "title_generation" in side_tasks else {})}

@@ -68,7 +68,10 @@ def test_the_cli_shows_live_output_reasoning_the_plan_and_two_texts(tmp_path, co
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)
     home = tmp_path / "hermes-home"
-    write_hermes_home(home, base_config(codex_home=str(codex_home)))
+    config = base_config(codex_home=str(codex_home))
+    # codex's own plan tool is the plan where Hermes' todo is not offered (it replaces it)
+    config["agent"] = {"disabled_toolsets": ["todo"]}
+    write_hermes_home(home, config)
     scenario(mock_provider)
     tmux = Tmux([HERMES, "chat"], hermes_env(home), tmp_path)
     first_seen: dict[str, float] = {}

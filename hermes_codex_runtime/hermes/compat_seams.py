@@ -66,9 +66,58 @@ SEAM_SYMBOLS: tuple[HostSymbol, ...] = (
                required=False, verified=BOTH,
                when_missing='the review runs on codex without tools (it cannot save anything)'),
     HostSymbol('run_agent', 'AIAgent._invoke_tool',
-               'running a Hermes tool codex called (hooks, allow-list, memory provenance)',
+               "running a Hermes tool codex called through Hermes' dispatcher (agent-loop "
+               'tools on the agent, the registry for the rest; middleware, pre/post tool hooks, '
+               'allow-list, memory provenance)',
                required=False, verified=BOTH,
                when_missing='the call fails and codex is told so'),
+    HostSymbol('run_agent', 'AIAgent().tools',
+               "the agent's Hermes tools (enabled toolsets minus disabled, plugin and MCP "
+               'tools), offered to codex as host tools on every thread',
+               required=False, verified=BOTH,
+               when_missing="codex is offered its own tools only (Hermes' are missing)"),
+    HostSymbol('tools.tool_result_storage', 'maybe_persist_tool_result',
+               "an oversized Hermes tool result cut or persisted by Hermes' result budget "
+               'before codex sees it',
+               required=False, verified=BOTH, when_missing='the whole result is returned'),
+    HostSymbol('agent.tool_dispatch_helpers', 'make_tool_result_message',
+               "untrusted tool content (web, browser, MCP) wrapped in Hermes' delimiters "
+               'before codex sees it',
+               required=False, verified=BOTH, when_missing='the result is returned unwrapped'),
+    HostSymbol('agent.tool_dispatch_helpers', '_is_multimodal_tool_result',
+               'a multimodal Hermes tool result recognised (with `_multimodal_text_summary`)',
+               required=False, verified=BOTH,
+               when_missing='the result is returned as JSON text'),
+    HostSymbol('agent.tool_dispatch_helpers', '_multimodal_text_summary',
+               'the text codex is shown for a multimodal Hermes tool result',
+               required=False, verified=BOTH,
+               when_missing='the result is returned as JSON text'),
+    HostSymbol('agent.tool_executor', '_unwrap_tool_search_call',
+               "a `tool_call` through Hermes' Tool Search bridge runs as the tool it names, "
+               "peeled as Hermes' executor peels it (scope, deferred-schema probe)",
+               required=False, verified='0.22.2.post1',
+               when_missing='the same steps from `tools.tool_search.resolve_underlying_call` '
+               'and `_tool_search_scoped_names` (0.19.0 peels inline)'),
+    HostSymbol('agent.tool_executor', '_tool_search_scoped_names',
+               "the tools a session reaches through Hermes' Tool Search bridge (its scope; "
+               "what they replace of codex's own is switched off)",
+               required=False, verified=BOTH,
+               when_missing='a bridge call is not scope-checked by the plugin (Hermes\' '
+               'dispatcher still checks it)'),
+    HostSymbol('tools.tool_search', 'resolve_underlying_call',
+               "the tool a `tool_call` bridge call names (0.19.0's executor peels it inline)",
+               required=False, verified=BOTH,
+               when_missing="the bridge call goes to Hermes' dispatcher as it is"),
+    HostSymbol('hermes_cli.tools_config', '_get_platform_tools',
+               "the demo's own agent gets the toolsets `hermes chat` gives its agent (so the "
+               "session's codex thread carries on in the demo's `hermes chat` steps)",
+               required=False, verified=BOTH,
+               when_missing="the demo's agent has Hermes' default toolsets"),
+    HostSymbol('tools.terminal_tool', 'get_active_env',
+               "where Hermes' result budget persists an oversized result (the task's "
+               'environment)',
+               required=False, verified=BOTH, when_missing='the result is cut inline',
+               also_in=('tools.terminal_tool_lifecycle',)),
     HostSymbol('run_agent', 'AIAgent()._memory_enabled',
                'does the review offer the memory tool (with `_user_profile_enabled`)',
                required=False, verified=BOTH, when_missing='skills only'),

@@ -146,16 +146,22 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
     runtime = resolve_runtime_provider(requested="openai-codex")  # as `hermes chat` does
     story.say(f"   resolved runtime: provider {runtime['provider']}, api_mode "
               f"{runtime['api_mode']} (no Hermes-side codex login needed)")
+    # the toolsets `hermes chat` gives its agent: the session's codex thread then carries on in
+    # the `hermes chat` processes of steps 5 (a thread keeps the tools it started with)
+    toolsets = cli_toolsets()
+    # a person at the prompt, as Hermes' CLI declares it before it builds its agent (its tools
+    # depend on it: cronjob is offered to an interactive session)
+    os.environ["HERMES_INTERACTIVE"] = "1"
     agent = run_agent.AIAgent(
         model="mock-model", provider=runtime["provider"], api_mode=runtime["api_mode"],
         api_key=runtime["api_key"], base_url=runtime["base_url"], platform="cli",
-        quiet_mode=True, skip_context_files=True, skip_memory=True, session_db=SessionDB(),
+        enabled_toolsets=toolsets, quiet_mode=True, skip_context_files=True, skip_memory=True,
+        session_db=SessionDB(),
         fallback_model=get_fallback_chain(yaml.safe_load(
             (hermes_home / "config.yaml").read_text())),
         tool_progress_callback=progress, stream_delta_callback=story.stream)
     agent.session_cwd = str(project)
     set_approval_callback(approve)
-    os.environ["HERMES_INTERACTIVE"] = "1"  # a person at the prompt, as Hermes' CLI declares it
     history: list[dict[str, Any]] = []
 
     def turn(text: str) -> dict[str, Any]:
@@ -273,7 +279,8 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
         again = run_agent.AIAgent(
             model="mock-model", provider=runtime["provider"], api_mode=runtime["api_mode"],
             api_key=runtime["api_key"], base_url=runtime["base_url"], platform="cli",
-            quiet_mode=True, skip_context_files=True, skip_memory=True, session_db=SessionDB(),
+            enabled_toolsets=toolsets, quiet_mode=True, skip_context_files=True, skip_memory=True,
+        session_db=SessionDB(),
             fallback_model=[{"provider": "custom", "model": "fallback-model",
                              "base_url": fallback.base_url, "api_key": "demo-key"}])
         try:
@@ -331,3 +338,18 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
 
     story.step("7. the session replayed on a second model (Codex Replay)", replay)
 
+
+def cli_toolsets() -> list[str] | None:
+    """The toolsets Hermes' CLI enables for its agent on this config (``None``: Hermes'
+    default, where this Hermes cannot say)."""
+    from hermes_codex_runtime.hermes.probe import symbol
+
+    platform_tools = symbol("hermes_cli.tools_config", "_get_platform_tools",
+                            feature="the demo's agent gets the CLI's toolsets")
+    load = symbol("hermes_cli.config", "load_config", feature="the demo's CLI toolsets")
+    if not callable(platform_tools) or not callable(load):
+        return None
+    try:
+        return sorted(platform_tools(load(), "cli"))
+    except Exception:
+        return None

@@ -13,6 +13,7 @@ from typing import Any
 from hermes_codex_runtime.hermes.accounting import record_no_usage
 from hermes_codex_runtime.hermes.context import TurnState
 from hermes_codex_runtime.hermes.probe import swallowed, symbol
+from hermes_codex_runtime.hermes.tools.bridge import called
 from hermes_codex_runtime.values import TurnResult
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
@@ -27,12 +28,31 @@ def _invoke_hook(name: str, **kwargs: Any) -> None:
             log.debug("codex-runtime: hook %s raised", name, exc_info=True)
 
 
+def _as_hermes_stores(projected: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The projected messages as Hermes keeps its own: a tool result names its tool in
+    ``tool_name`` too (the session database's column) — for a call through Hermes' Tool Search
+    bridge, the tool it called, while the call keeps the name the model used."""
+    arguments = {call.get("id"): (call.get("function") or {}).get("arguments")
+                 for message in projected for call in message.get("tool_calls") or ()
+                 if isinstance(call, Mapping)}
+    out = []
+    for message in projected:
+        if message.get("role") == "user":
+            continue
+        kept = dict(message)
+        if kept.get("role") == "tool" and kept.get("name") and not kept.get("tool_name"):
+            kept["tool_name"] = called(str(kept["name"]),
+                                       arguments.get(kept.get("tool_call_id")))[0]
+        out.append(kept)
+    return out
+
+
 def epilogue(agent: Any, turn: TurnResult, projected: Sequence[Mapping[str, Any]],
              state: TurnState) -> None:
     """What Hermes' own loop does after a turn, for a codex turn."""
     messages = state.messages
     # Never re-append the user message: it is already in `messages` (and in the DB).
-    new = [dict(m) for m in projected if m.get("role") != "user"]
+    new = _as_hermes_stores(projected)
     if new:
         messages.extend(new)
     agent._session_messages = messages  # as Hermes' own persistence leaves it (the review reads it)

@@ -13,7 +13,9 @@ agent's display, the way Hermes' own turns reach it:
   stream; chats with ``thinking_progress``); the turn's last summary becomes ``last_reasoning``;
 * **tools** as ``tool.started``/``tool.completed`` and the tool-card callbacks; a command's live
   output through :mod:`.live_output`; a proposed file change as ``diff.proposed`` and a preview
-  in the CLI; the plan as ``todo.updated`` and a checklist (CLI, chat status);
+  in the CLI; the plan — codex's, or the list Hermes' own ``todo`` tool left on codex — as
+  ``todo.updated`` and a checklist (CLI, chat status); a call through Hermes' Tool Search bridge
+  named for the tool it calls;
 * the activity clock (the gateway's watchdog) is touched by anything codex does.
 
 The extra surfaces are :mod:`.surfaces`'. Every text that leaves for a terminal, a chat or the
@@ -37,6 +39,7 @@ from hermes_codex_runtime.hermes.notify import warn_user
 from hermes_codex_runtime.hermes.probe import symbol
 from hermes_codex_runtime.hermes.protected import prompt_text
 from hermes_codex_runtime.hermes.surfaces import Surfaces
+from hermes_codex_runtime.hermes.tools.bridge import called
 from hermes_codex_runtime.projector import tool_result
 from hermes_codex_runtime.values import CodexEvent
 from hermes_codex_runtime.wire.redact import MASK, secret_name
@@ -69,7 +72,9 @@ DIFF_CHARS = 8000  # characters of proposed diffs in one ``diff.proposed``
 DIFF_LINES = 40  # lines of a proposed diff previewed in the CLI
 #: codex's plan step states in Hermes' todo words.
 TODO_STATUS = {"pending": "pending", "inProgress": "in_progress", "completed": "completed"}
-TODO_MARK = {"pending": "○", "in_progress": "▸", "completed": "✓"}
+TODO_MARK = {"pending": "○", "in_progress": "▸", "completed": "✓", "cancelled": "✗"}
+#: Hermes' own todo tool (its name on 0.19.0 and on the 0.22 line): its list is the plan.
+HERMES_TODO = frozenset({"todo", "todo_list"})
 
 Handler = Callable[[Any, CodexEvent, TurnState | None], None]
 
@@ -187,11 +192,12 @@ def _tool_started(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
         return
     _segment_break(agent, state)  # as Hermes does before it runs tools
     arguments = shown_arguments(tool.arguments)
+    name = called(tool.name, tool.arguments)[0]  # a bridge call shows the tool it calls
     if state is not None:
         state.tool_started[tool.item_id] = time.monotonic()
-    _call(agent, "tool_progress_callback", "tool.started", tool.name,
-          _preview(tool.name, arguments), arguments)
-    _call(agent, "tool_start_callback", tool.call_id, tool.name, arguments)
+    _call(agent, "tool_progress_callback", "tool.started", name, _preview(name, arguments),
+          arguments)
+    _call(agent, "tool_start_callback", tool.call_id, name, arguments)
     item = event.params.get("item")
     kind = item.get("type") if isinstance(item, Mapping) else None
     if kind == "commandExecution" and state is not None:
@@ -256,24 +262,51 @@ def _tool_completed(agent: Any, event: CodexEvent, state: TurnState | None) -> N
     result = shown(tool_result(item))
     exit_code = item.get("exitCode")
     is_error = (isinstance(exit_code, int) and exit_code != 0) or item.get("status") in (
-        "failed", "declined")
-    _call(agent, "tool_progress_callback", "tool.completed", tool.name, None, None,
+        "failed", "declined") or item.get("success") is False
+    name, arguments = called(tool.name, tool.arguments)
+    _call(agent, "tool_progress_callback", "tool.completed", name, None, None,
           duration=duration, is_error=is_error, result=result)
-    _call(agent, "tool_complete_callback", tool.call_id, tool.name,
+    _call(agent, "tool_complete_callback", tool.call_id, name,
           shown_arguments(tool.arguments), result)
+    wrote = isinstance(arguments, Mapping) and arguments.get("todos") is not None
+    todos = _hermes_todos(name, tool_result(item)) if wrote and not is_error else None
+    if todos is not None:  # a list the call wrote, not one it read
+        _show_plan(agent, state, todos, None)
 
 
 # ---------------------------------------------------------------------- plan and diff
 
 
 def _plan(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
-    """The plan as Hermes' todo list (API stream) and a checklist (CLI, chat status), once
-    per change."""
+    """codex's plan as Hermes' todo list (API stream) and a checklist (CLI, chat status)."""
     steps = [s for s in event.params.get("plan") or () if isinstance(s, Mapping)]
     explanation = event.params.get("explanation")
     todos = [{"id": str(index), "content": shown(str(step.get("step") or "")),
               "status": TODO_STATUS.get(str(step.get("status")), str(step.get("status")))}
              for index, step in enumerate(steps, 1)]
+    _show_plan(agent, state, todos, explanation)
+
+
+def _hermes_todos(name: str, result: str) -> list[dict[str, str]] | None:
+    """The list a call of Hermes' own todo tool left (its result), or ``None``."""
+    if name not in HERMES_TODO:
+        return None
+    try:
+        parsed = json.loads(result)
+    except ValueError:
+        return None
+    items = parsed.get("todos") if isinstance(parsed, Mapping) else None
+    if not isinstance(items, list):
+        return None
+    return [{"id": str(item.get("id") or index), "content": shown(str(item.get("content") or "")),
+             "status": str(item.get("status") or "pending")}
+            for index, item in enumerate(items, 1) if isinstance(item, Mapping)]
+
+
+def _show_plan(agent: Any, state: TurnState | None, todos: list[dict[str, str]],
+               explanation: Any) -> None:
+    """The plan — codex's, or Hermes' own todo list on codex — as Hermes' todo list (API
+    stream) and a checklist (CLI, chat status), once per change."""
     key = json.dumps([explanation, todos])
     if state is not None:
         if key == state.shown.get("plan"):

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_codex_runtime.hermes import approvals, binding, review, walled
+from hermes_codex_runtime.hermes import approvals, binding, review, tools, walled
 from hermes_codex_runtime.hermes.accounting import record_compaction, record_usage
 from hermes_codex_runtime.hermes.config_cache import Standing, standing
 from hermes_codex_runtime.hermes.context import HermesContext, state_of
@@ -55,12 +55,15 @@ class HermesHost:
         cwd = _session_cwd(agent)
         walled.warn_if_home(cwd)
         settings = host_settings(fixed, cwd=cwd)
+        offer = tools.offered(agent) if not review_fork else None
         return dataclasses.replace(
             settings,
             model=fixed.plugin.codex_model or hermes_model(agent),
             sandbox="read-only" if review_fork else settings.sandbox,
             approval_policy="never" if review_fork else "on-request",
-            host_tools=review.host_tools(agent) if review_fork else (),
+            host_tools=review.host_tools(agent) if offer is None else offer.tools,
+            config_overrides=dict(offer.config) if offer is not None and offer.config
+            else None,
             effort=codex_effort(getattr(agent, "reasoning_config", None)))
 
     @hookimpl
@@ -95,10 +98,12 @@ class HermesHost:
     @hookimpl
     def codex_tool_call(self, agent: Any, call: HostToolCall,
                         context: HermesContext) -> HostToolOutput:
-        """A Hermes tool codex called (the review fork's memory and skill tools)."""
+        """A Hermes tool codex called, run by Hermes' dispatcher in the agent (see
+        :mod:`.tools`)."""
         state = state_of(context)
-        return review.run_tool(agent, call, state.effective_task_id if state else None,
-                               state.messages if state else None)
+        name = tools.offered(agent).hermes_name(call.tool) or call.tool
+        return tools.run_tool(agent, call, name, state.effective_task_id if state else None,
+                              state.messages if state else None)
 
     @hookimpl
     def codex_event(self, agent: Any, event: CodexEvent, context: HermesContext) -> None:

@@ -11,8 +11,8 @@ runs through this plugin like any other, with four differences that keep it a re
 
 * it starts a fresh codex thread seeded with the conversation, never the parent's thread (the fork
   shares the parent's session id; it neither resumes nor binds a thread);
-* Hermes' memory and skill tools are declared to codex as host tools and each call runs through
-  Hermes' own dispatcher (``AIAgent._invoke_tool``) on the review thread, so the review's
+* only Hermes' memory and skill tools are declared to codex as host tools, and each call runs
+  through Hermes' own dispatcher (:mod:`.tools.dispatch`) on the review thread, so the review's
   thread-local tool allow-list and memory-write provenance apply exactly as on Hermes' path;
 * codex runs read-only with no approvals (nobody is there to answer them);
 * the fork's turn writes nothing to the session database (Hermes disabled persistence on it).
@@ -22,14 +22,13 @@ With a Hermes-side credential Hermes' own route is kept (it reuses the warm prom
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY
 from hermes_codex_runtime.hermes.probe import symbol
-from hermes_codex_runtime.protocol import HostTool, HostToolCall, HostToolOutput
+from hermes_codex_runtime.protocol import HostTool
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 
@@ -101,27 +100,3 @@ def host_tools(agent: Any) -> tuple[HostTool, ...]:
         except ValueError as exc:
             log.warning("codex-runtime: skipping Hermes tool %r: %s", name, exc)
     return tuple(tools)
-
-
-def _succeeded(text: str) -> bool:
-    try:
-        parsed = json.loads(text)
-    except (TypeError, ValueError):
-        return True
-    if isinstance(parsed, dict):
-        return parsed.get("success") is not False and not parsed.get("error")
-    return True
-
-
-def run_tool(agent: Any, call: HostToolCall, task_id: str | None,
-             messages: list[dict[str, Any]] | None) -> HostToolOutput:
-    """Run one Hermes tool codex called, through Hermes' own dispatcher."""
-    invoke = getattr(agent, "_invoke_tool", None)
-    if not callable(invoke):
-        symbol("run_agent", "AIAgent._invoke_tool", feature="Hermes tools on codex")
-        return HostToolOutput("This Hermes build cannot run its tools for codex.", success=False)
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    result = invoke(call.tool, arguments, task_id or "", tool_call_id=call.call_id or None,
-                    messages=messages)
-    text = result if isinstance(result, str) else json.dumps(result, default=str)
-    return HostToolOutput(text, success=_succeeded(text))

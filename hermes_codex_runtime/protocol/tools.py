@@ -28,6 +28,9 @@ class HostTool:
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    #: The host's own name for the tool where codex must know it by another (``name``): what
+    #: the host's transcript and display say for its calls. Empty: the same as ``name``.
+    host_name: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

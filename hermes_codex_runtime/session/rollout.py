@@ -150,3 +150,30 @@ def _output_text(output: Any) -> str:
         return "\n".join(str(part.get("text")) for part in output
                          if isinstance(part, Mapping) and isinstance(part.get("text"), str))
     return "" if output is None else json.dumps(output)
+
+
+#: The thread's first record (``session_meta``) is read up to this many bytes (it carries the
+#: base instructions, a few KiB, and the dynamic tools).
+MAX_META_BYTES = 4 * 1024 * 1024
+
+
+def dynamic_tools(path: str | None) -> tuple[dict[str, Any], ...] | None:
+    """The dynamic tools codex keeps for the thread whose rollout is at ``path`` (its
+    ``session_meta``; a resume cannot change them), or ``None`` when that is unknown."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(MAX_META_BYTES)
+        record = json.loads(first)
+    except (OSError, ValueError):
+        return None
+    payload = record.get("payload") if isinstance(record, Mapping) else None
+    if not isinstance(payload, Mapping) or record.get("type") != "session_meta":
+        return None
+    tools = payload.get("dynamic_tools")
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        return None
+    return tuple(dict(tool) for tool in tools if isinstance(tool, Mapping))

@@ -35,7 +35,9 @@ def spawn_options(settings: SessionSettings) -> SpawnOptions:
         provider_keys=provider_credential_names(s.codex_home, s.model_provider),
         # a name commands may inherit must first reach the process they inherit from
         env_passthrough=(*s.env_passthrough, *s.command_env_passthrough),
-        experimental_api=bool(s.host_tools), opt_out_notifications=UNUSED_NOTIFICATIONS)
+        # always: a host's tools need it, and sessions with and without tools (side tasks)
+        # then share one process
+        experimental_api=True, opt_out_notifications=UNUSED_NOTIFICATIONS)
 
 
 def prepare(pool: ServerPool, settings: SessionSettings) -> None:

@@ -4,9 +4,10 @@ codex's ``config.toml`` that comes first.
 * **Resume.** A stored thread id is resumed with ``thread/resume`` carrying the current developer
   instructions, cwd and model/provider. When codex cannot resume it ("no rollout found", another
   id answered, another process still writing it) :func:`resume` answers ``None`` and the session
-  starts a fresh thread in the same call — never an error. No answer at all is not "no such
-  thread": it raises, and the session keeps the id for its next attempt. A resume that meets
-  codex still unloading the thread is retried (bounded).
+  starts a fresh thread in the same call — never an error. So does a thread whose host tools
+  (codex keeps them from its start: a resume cannot change them) lack one the session offers
+  now. No answer at all is not "no such thread": it raises, and the session keeps the id for
+  its next attempt. A resume that meets codex still unloading the thread is retried (bounded).
 * **Fork.** A new thread with another thread's history up to a turn (``thread/fork`` with
   ``lastTurnId``), for a host that reruns a turn from the point before it; a thread codex cannot
   fork answers ``None`` (start fresh), as for resume.
@@ -24,11 +25,12 @@ codex's ``config.toml`` that comes first.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -41,6 +43,7 @@ from hermes_codex_runtime.protocol import (
     thread_start_params,
 )
 from hermes_codex_runtime.protocol.permissions import ThreadPermissions
+from hermes_codex_runtime.session import rollout
 from hermes_codex_runtime.session.failures import LoginMissing
 from hermes_codex_runtime.values import SessionSettings
 from hermes_codex_runtime.wire import (
@@ -94,8 +97,9 @@ def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) 
 
 
 #: codex's plan tool, off in an app-server thread unless asked for: with it, the model's plan
-#: reaches the host (``turn/plan/updated``). A ``tools`` key in the settings' config wins.
-PLAN_TOOL = {"tools": {"update_plan": {"enabled": True}}}
+#: reaches the host (``turn/plan/updated``). The same key in the settings' config wins (a
+#: dotted key: a whole ``tools`` table would replace the user's own settings in it).
+PLAN_TOOL = {"tools.update_plan.enabled": True}
 
 
 def overrides(settings: SessionSettings, cwd: str, walls: ThreadPermissions) -> dict[str, Any]:
@@ -145,11 +149,37 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
             return None
     answered = (result.get("thread") or {}).get("id")
     if answered == stored:
+        path = _path(result)
+        kept = rollout.dynamic_tools(path) if conn.endpoint is None else None
+        if kept is not None and not offers_all(kept, settings):
+            # codex keeps the thread's tools from its start: the host has tools it lacks
+            log.info("codex thread %s lacks host tools the session has now (%s); starting a "
+                     "fresh thread with the conversation", stored, tools_added(kept, settings))
+            conn.unload()
+            return None
         log.info("codex thread %s resumed", stored)
-        return Opened(stored, "resumed", _model(result), _path(result))
+        return Opened(stored, "resumed", _model(result), path)
     log.warning("codex answered thread/resume for %s with thread %r; starting fresh", stored,
                 answered)
     return None
+
+
+def offers_all(kept: Sequence[Mapping[str, Any]], settings: SessionSettings) -> bool:
+    """True when a thread's recorded dynamic tools include every tool ``settings`` offer (as
+    they are now). Tools the host dropped since may stay: codex still offers them, and the
+    session refuses a call to one as a tool it did not declare."""
+    def canonical(spec: Mapping[str, Any]) -> str:
+        return json.dumps(spec, sort_keys=True, default=str)
+    recorded = {canonical(spec) for spec in kept}
+    return all(canonical(tool.spec()) in recorded for tool in settings.host_tools)
+
+
+def tools_added(kept: Sequence[Mapping[str, Any]], settings: SessionSettings) -> str:
+    """Which of the session's tools a thread's recorded ones lack, in a few words."""
+    recorded = {json.dumps(spec, sort_keys=True, default=str) for spec in kept}
+    missing = sorted(tool.name for tool in settings.host_tools
+                     if json.dumps(tool.spec(), sort_keys=True, default=str) not in recorded)
+    return ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
 
 
 def fork(conn: Channel, settings: SessionSettings, cwd: str, source: tuple[str, str | None],

@@ -62,7 +62,8 @@ class TurnDriver:
         self._on_turn = on_turn
         self._transport_failure = transport_failure
         self._recorded = recorded  # what codex recorded of a turn, by its id
-        self.projector = Projector()
+        self.projector = Projector({tool.name: tool.host_name for tool in settings.host_tools
+                                    if tool.host_name})
         self.usage = UsageAccumulator()
         self._view = notes.TurnView(result, self.projector, self.usage, broker, emit)
         self.deadline = time.monotonic() + settings.turn_timeout
