@@ -14,10 +14,11 @@ sessions in one Hermes process and through a gateway, per app-server layout; a r
 against local stdio) and the knee of one app-server (``bench/knee.py``), stored under ``fleet``,
 ``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table, and the
 replay runner's figures (``bench/replay.py``, under ``replay``) and the side tasks'
-(``bench/side_tasks.py``, under ``side_tasks``).
-``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` / ``BENCH_SIDE=0`` skip them; so does a
-``BENCH_SCENARIOS`` that does not name them (``agents``, ``gateway``, ``remote``, ``knee``,
-``replay``, ``side_tasks``).
+(``bench/side_tasks.py``, under ``side_tasks``) and Hermes' tools on codex's
+(``bench/host_tools.py``, under ``host_tools``).
+``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` / ``BENCH_SIDE=0`` / ``BENCH_TOOLS=0``
+skip them; so does a ``BENCH_SCENARIOS`` that does not name them (``agents``, ``gateway``,
+``remote``, ``knee``, ``replay``, ``side_tasks``, ``host_tools``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # fleet, knee: also when this file is loaded by a test
 
 import fleet  # noqa: E402
+import host_tools as tools_bench  # noqa: E402
 import knee  # noqa: E402
 import replay as replay_bench  # noqa: E402
 import side_tasks as side_bench  # noqa: E402
@@ -269,6 +271,9 @@ def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
     if os.environ.get("BENCH_SIDE", "1") != "0" and (not wanted or "side_tasks" in wanted):
         print("side tasks:", flush=True)
         out["side_tasks"] = side_bench.run_side_task_bench(codex_bin)
+    if os.environ.get("BENCH_TOOLS", "1") != "0" and (not wanted or "host_tools" in wanted):
+        print("Hermes' tools on codex:", flush=True)
+        out["host_tools"] = tools_bench.run_host_tool_bench(codex_bin)
     return out
 
 
@@ -431,6 +436,7 @@ def render(report: dict[str, Any]) -> str:
             lines.append(f"- target ({host['host']}) {check['name']}: {verdict} — "
                          f"{check['figure']}× ({check['detail']})")
     lines += side_bench.render_lines(report.get("side_tasks"))
+    lines += tools_bench.render_lines(report.get("host_tools"))
     return "\n".join(lines) + "\n"
 
 
