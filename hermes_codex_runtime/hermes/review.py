@@ -28,6 +28,7 @@ from typing import Any
 
 from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY
 from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.tools.offer import build
 from hermes_codex_runtime.protocol import HostTool
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
@@ -84,19 +85,5 @@ def host_tools(agent: Any) -> tuple[HostTool, ...]:
                     type(exc).__name__, exc)
         return ()
     allowed = _thread_allow_list()
-    tools: list[HostTool] = []
-    for spec in specs or ():
-        function = spec.get("function") if isinstance(spec, Mapping) else None
-        if not isinstance(function, Mapping):
-            continue
-        name = function.get("name")
-        if not isinstance(name, str) or (allowed is not None and name not in allowed):
-            continue
-        parameters = function.get("parameters")
-        try:
-            tools.append(HostTool(name, str(function.get("description") or ""),
-                                  parameters if isinstance(parameters, Mapping)
-                                  else {"type": "object", "properties": {}}))
-        except ValueError as exc:
-            log.warning("codex-runtime: skipping Hermes tool %r: %s", name, exc)
-    return tuple(tools)
+    return tuple(tool for tool in build(list(specs or ())).tools
+                 if allowed is None or (tool.host_name or tool.name) in allowed)
