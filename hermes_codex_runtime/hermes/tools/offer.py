@@ -79,16 +79,16 @@ _EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What a thread of the agent is offered: host tools, the Hermes tool behind each codex
-    name, and the codex config that switches off what Hermes' tools replace."""
+    """What a thread of the agent is offered: host tools (each with the Hermes tool behind its
+    codex name), and the codex config that switches off what Hermes' tools replace."""
 
     tools: tuple[HostTool, ...] = ()
-    names: Mapping[str, str] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
 
     def hermes_name(self, codex_name: str) -> str | None:
         """The Hermes tool a codex tool name stands for (``None``: not one of ours)."""
-        return self.names.get(codex_name)
+        return next((tool.host_name or tool.name for tool in self.tools
+                     if tool.name == codex_name), None)
 
 
 NOTHING = Offer()
@@ -152,7 +152,7 @@ def build(definitions: Sequence[Any], *, behind_bridge: frozenset[str] = frozens
         names[codex_name] = name
         if name in REPLACES:
             config.update(REPLACES[name][1])
-    return Offer(tuple(tools), names, config)
+    return Offer(tuple(tools), config)
 
 
 def _name(definition: Any) -> str | None:
