@@ -80,7 +80,8 @@ test-per-session: setup wheelhouse-019
 CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
               tests/test_hermes_failures.py tests/test_hermes_steer.py \
               tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
-              tests/test_walls_real.py tests/test_hermes_tools.py tests/test_hermes_tools_e2e.py
+              tests/test_walls_real.py tests/test_walls_shared.py tests/test_hermes_tools.py \
+              tests/test_hermes_tools_e2e.py
 test-cross: setup setup-022 codex-npm
 	@echo "== hermes-agent 0.19.0 x codex 0.171.0, and 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \

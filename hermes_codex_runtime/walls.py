@@ -4,17 +4,20 @@ and this machine — that codex really enforces them.
 codex has had releases where deny rules were not enforced on some exec paths, so the profile
 (:mod:`.protocol.permissions`) is not trusted on sight. :func:`verify` runs ONE scripted turn on
 the real binary, offline: a loopback model (:mod:`.testing.mock_provider`) asks codex, through the
-same ``thread/start`` profile a session sends, to ``cat`` a denied file, append to a file in a
-protected directory inside the writable workspace, write an ordinary workspace file, and patch a
-new file into the protected directory. The walls hold when the secret never reaches the model,
-the protected directory is unchanged and the ordinary write worked. The verdict is kept per
-binary (:class:`~.wire.walls.VerdictCache`), so a binary is probed once.
+same ``thread/start`` profile a session sends, to ``cat`` a denied file and a file in a denied
+directory, append to a file in a protected directory inside the writable workspace, write an
+ordinary workspace file, and patch a new file into the protected directory. The walls hold when
+neither secret reaches the model, the protected directory is unchanged and the ordinary write
+worked. The verdict is kept per binary (:class:`~.wire.walls.VerdictCache`), so a binary is
+probed once.
 
-:func:`thread_walls` is what a session asks before it starts a thread: the host's paths made
-present (:func:`.wire.walls.present`), the user's own sandbox choices, and the verdict, turned into
+:func:`thread_walls` is what a session asks before it starts a thread: the host's paths and
+codex's own, shaped for what codex can enforce in the thread's writable places
+(:func:`.wire.walls.shape`), the user's own sandbox choices, and the verdict, turned into
 ``thread/start`` fields (:func:`.protocol.permissions.thread_permissions`). When the walls did not
 hold — or could not be shown to — the thread gets the fallback (read-only, codex asks before any
-command it does not know to be read-only) and a warning, once per binary in the log.
+command it does not know to be read-only) and a warning, once per binary in the log. A link a
+command could point elsewhere is a warning too (once per session, once per link in the log).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from hermes_codex_runtime.protocol import thread_start_params, to_user_input, tu
 from hermes_codex_runtime.protocol.permissions import (
     FALLBACK,
     UP,
+    Exposure,
     ThreadPermissions,
     Walls,
     profile_config,
@@ -48,13 +52,15 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
-from hermes_codex_runtime.wire.codex_config import sandbox_defaults
+from hermes_codex_runtime.wire.codex_config import codex_home_path, sandbox_defaults
 from hermes_codex_runtime.wire.walls import (
     Verdict,
     VerdictCache,
     binary_key,
-    present,
+    codex_own,
     search_path_dirs,
+    shape,
+    writable_roots,
 )
 
 log = logging.getLogger(__name__)
@@ -101,15 +107,18 @@ def probe(binary: str, *, timeout: float = PROBE_TIMEOUT) -> Verdict:
         guard.mkdir(parents=True)
         marker = "walls-probe-" + os.urandom(8).hex()
         (guard / "secret").write_text(marker + "\n")
+        (guard / "private").mkdir()
+        (guard / "private" / "log").write_text(marker + "-in-a-directory\n")
         (guard / "kept").write_text("unchanged\n")
         provider.enqueue(
-            mp.exec_command("cat guarded/secret; echo changed >> guarded/kept; "
-                            "echo written > ordinary"),
+            mp.exec_command("cat guarded/secret; cat guarded/private/log; "
+                            "echo changed >> guarded/kept; echo written > ordinary"),
             mp.apply_patch(mp.add_file_patch("guarded/added", ["patched"])),
             mp.text("done"))
         provider.start()
         home = prepare_codex_home(root / "codex-home", provider.base_url, codex_bin=binary)
-        walls = Walls(deny_read=(str(guard / "secret"),), protect=(str(guard),))
+        walls = Walls(deny_read=(str(guard / "secret"), str(guard / "private")),
+                      protect=(str(guard),))
         if not _run_turn(binary, home, workspace, walls, timeout):
             return Verdict(None, f"the probe's turn did not finish within {timeout:g}s", binary)
         outputs = [_output_text(item) for body in list(provider.requests)
@@ -134,7 +143,8 @@ def _run_turn(binary: str, home: Path, workspace: Path, walls: Walls, timeout: f
     try:
         params = thread_start_params(
             cwd=str(workspace), approval_policy="never", ephemeral=True,
-            config=profile_config("workspace-write", present(walls, str(workspace))))
+            config=profile_config("workspace-write", shape(walls, cwd=str(workspace), writable=(
+                str(workspace.resolve()), "/tmp")).walls))
         thread = conn.request("thread/start", params, timeout=30)["thread"]["id"]
         conn.request("turn/start", turn_start_params(thread, to_user_input("probe")), timeout=30)
         while (left := deadline - time.monotonic()) > 0:
@@ -158,8 +168,10 @@ def _judge(outputs: list[str], marker: str, workspace: Path, guard: Path, binary
     failures = []
     if len(outputs) < 2:
         return Verdict(None, f"codex ran {len(outputs)} of the probe's 2 tool calls", binary)
-    if any(marker in text for text in outputs):
+    if any(marker + "\n" in text for text in outputs):
         failures.append("a denied file was read")
+    if any(marker + "-in-a-directory" in text for text in outputs):
+        failures.append("a file in a denied directory was read")
     if (guard / "kept").read_text() != "unchanged\n":
         failures.append("a file in a protected directory was changed")
     if (guard / "added").exists():
@@ -170,8 +182,8 @@ def _judge(outputs: list[str], marker: str, workspace: Path, guard: Path, binary
                        "failed too)", binary)
     if failures:
         return Verdict(False, "; ".join(failures), binary)
-    return Verdict(True, f"a denied read, a protected write and a protected patch failed, a "
-                   f"workspace write worked ({seconds:.1f}s)", binary)
+    return Verdict(True, f"denied reads (a file, a directory), a protected write and a "
+                   f"protected patch failed, a workspace write worked ({seconds:.1f}s)", binary)
 
 
 def on_this_machine(endpoint: str | None) -> bool:
@@ -189,31 +201,53 @@ def on_this_machine(endpoint: str | None) -> bool:
 def thread_walls(settings: SessionSettings, *, endpoint: str | None = None) -> ThreadPermissions:
     """The ``thread/start`` fields for a session's thread on ``endpoint`` (``None``: a local
     process); see the module docstring. Another machine's file system is its operator's: no
-    walls are sent there."""
-    walls = Walls(deny_read=settings.deny_read, protect=settings.protect)
-    if not walls or not on_this_machine(endpoint):
+    walls are sent there. When the host names walls, codex's own are added
+    (:func:`.wire.walls.codex_own`), and the whole set is shaped for the thread's writable
+    places (:func:`.wire.walls.shape`), looked at afresh for every thread."""
+    if not (settings.deny_read or settings.protect) or not on_this_machine(endpoint):
         return thread_permissions(sandbox=settings.sandbox, walls=Walls(), user_mode=None,
                                   user_profile=None, held=None)
     user = sandbox_defaults(settings.codex_home)
-    search_path = (settings.env or os.environ).get("PATH", "")
-    walls = present(Walls(deny_read=walls.deny_read,
-                          protect=(*walls.protect, *search_path_dirs(search_path, settings.cwd)),
-                          writable_roots=user.writable_roots, network=user.network_access),
-                    settings.cwd)
-    decide = functools.partial(thread_permissions, sandbox=settings.sandbox, walls=walls,
+    env = settings.env or os.environ
+    own = codex_own(codex_home_path(settings.codex_home, env))
+    asked = Walls(deny_read=(*settings.deny_read, *own.deny_read),
+                  protect=(*settings.protect, *own.protect,
+                           *search_path_dirs(env.get("PATH", ""), settings.cwd)),
+                  writable_roots=user.writable_roots, network=user.network_access)
+    decide = functools.partial(thread_permissions, sandbox=settings.sandbox,
                                user_mode=user.mode, user_profile=user.profile,
                                approval_policy=settings.approval_policy)
-    if decide(held=True).status != UP:
-        return decide(held=None)  # no profile to rely on: nothing to probe
+    planned = decide(walls=asked, held=True)
+    if planned.status != UP:
+        return decide(walls=asked, held=None)  # no profile to rely on: nothing to probe
+    shaped = shape(asked, cwd=settings.cwd, writable=writable_roots(
+        planned.mode, settings.cwd, tmpdir=env.get("TMPDIR"), extra=user.writable_roots))
     verdict = verify(settings.codex_bin, settings.walls_cache)
-    result = decide(held=verdict.held)
-    if result.status != FALLBACK:
-        return result
-    note = fallback_notice(verdict)
-    if verdict.binary not in _warned:  # the log once per binary; the user once per session
-        _warned.add(verdict.binary)
-        log.warning("%s", note)
-    return dataclasses.replace(result, note=note)
+    result = decide(walls=shaped.walls, held=verdict.held)
+    if result.status == FALLBACK:  # read-only: nothing a link could be changed by
+        note = fallback_notice(verdict)
+        _log_once(verdict.binary, note)  # the log once per binary; the user once per session
+        return dataclasses.replace(result, note=note)
+    notes = [exposure_notice(exposure) for exposure in shaped.exposed]
+    for exposure, note in zip(shaped.exposed, notes, strict=True):
+        _log_once(exposure.link, note)
+    return dataclasses.replace(result, exposed=shaped.exposed, creatable=shaped.creatable,
+                               note="\n".join(notes))
+
+
+def _log_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("%s", message)
+
+
+def exposure_notice(exposure: Exposure) -> str:
+    """What the user is told about a link the sandbox cannot keep (host-neutral words)."""
+    return (f"codex's sandbox cannot keep {exposure.link} as it is: it is a symbolic link "
+            f"(now to {exposure.target}) in a place the model's commands can write, so a "
+            f"command could point it elsewhere. What it leads to now is walled; the link is "
+            f"not. Replace the link with what it points to, or give codex a workspace that "
+            f"does not contain it.")
 
 
 def fallback_notice(verdict: Verdict) -> str:

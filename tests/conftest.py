@@ -6,7 +6,8 @@
   and none of them was skipped — a suite that silently skips the real parts proves nothing.
 * ``HCR_APP_SERVER=per-session`` (``make test-per-session``) runs the tests whose sessions are
   placed by that setting — those using the runtime, Hermes or Hermes-home fixtures, or a module
-  that reads the layout (``support.APP_SERVER_MODE``, ``hermes_env.base_config``); the others
+  that reads the layout (``support.APP_SERVER_MODE``, ``hermes_env.base_config``, the Hermes
+  home of ``walled_home.PlantedHome``); the others
   would run exactly as in the shared cells, and are deselected (counted in the summary).
 """
 
@@ -96,7 +97,7 @@ LAYOUT_FIXTURES = frozenset({"make_runtime", "hermes", "hermes_base", "home"})
 def _follows_layout(item: pytest.Item) -> bool:
     module = getattr(item, "module", None)
     return bool(LAYOUT_FIXTURES & set(getattr(item, "fixturenames", ()))) or any(
-        hasattr(module, name) for name in ("APP_SERVER_MODE", "base_config"))
+        hasattr(module, name) for name in ("APP_SERVER_MODE", "base_config", "PlantedHome"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

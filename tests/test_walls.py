@@ -22,7 +22,7 @@ from hermes_codex_runtime.protocol.permissions import (
     thread_permissions,
 )
 from hermes_codex_runtime.wire.redact import redact
-from hermes_codex_runtime.wire.walls import Verdict, VerdictCache, present
+from hermes_codex_runtime.wire.walls import Verdict, VerdictCache, shape
 
 WALLS = Walls(deny_read=("/h/.env",), protect=("/h",))
 
@@ -81,24 +81,48 @@ def test_walls_go_only_to_app_servers_on_this_machine(tmp_path):
                                                 "unix:///run/codex.sock", "ws://[::1]:9"))
 
 
-def test_only_paths_that_exist_are_sent(tmp_path):
-    """codex makes (and may leave behind) a placeholder for a missing path, or fails the
-    thread's start (docs/codex-facts.md): only what exists is walled off."""
-    (tmp_path / "keys").mkdir()
-    (tmp_path / "keys" / "id_ed25519").write_text("k")
-    (tmp_path / "guarded").mkdir()
-    (tmp_path / "guarded" / ".env").write_text("x")
-    (tmp_path / "link").symlink_to(tmp_path / "guarded", target_is_directory=True)
-    got = present(Walls(
-        deny_read=(str(tmp_path / "keys" / "id_ed25519"), str(tmp_path / "missing.token"),
-                   str(tmp_path / "keys" / "*.pem"), str(tmp_path / "nowhere" / "*.key"),
-                   str(tmp_path / "link" / ".env"), "keys/id_ed25519"),
-        protect=(str(tmp_path / "guarded"), str(tmp_path / ".zshrc"),
-                 str(tmp_path / "no-parent" / "autostart"))), cwd=str(tmp_path))
-    assert got.deny_read == (str(tmp_path / "keys" / "id_ed25519"),
-                             str(tmp_path / "keys" / "*.pem"), str(tmp_path / "link" / ".env"),
-                             str(tmp_path / "guarded" / ".env"))  # both ends of the link
-    assert got.protect == (str(tmp_path / "guarded"),)
+def test_a_profile_is_shaped_to_what_codex_can_enforce(tmp_path):
+    """codex fails every command for a walled path that crosses a link in a writable place,
+    fails the thread's start for a link to a file elsewhere, and leaves placeholders behind for
+    missing paths in a writable place (docs/codex-facts.md): links are sent as their targets,
+    missing names there are left out (and named), and what is already read-only costs
+    nothing."""
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    (home / ".hermes").mkdir(parents=True)
+    (home / "vault").mkdir()
+    (home / "vault" / "hermes.env").write_text("x")
+    (home / ".hermes" / ".env").symlink_to(home / "vault" / "hermes.env")
+    (home / "notes").mkdir()
+    (home / "notes" / "plain.txt").write_text("p")
+    (home / ".zshrc").symlink_to("notes/plain.txt")  # planted by a command
+    (home / "keys").mkdir()
+    for name in ("id_ed25519", "a.pem", "b.pem"):
+        (home / "keys" / name).write_text("k")
+    outside.mkdir()
+    (outside / "ro.txt").write_text("r")
+    shaped = shape(Walls(
+        deny_read=(str(home / ".hermes" / ".env"), str(home / "keys" / "*.pem"),
+                   str(home / "nowhere" / "*.key"), str(home / "missing.token"),
+                   str(outside / "later.db-wal"), "keys/id_ed25519"),
+        protect=(str(home / ".hermes"), str(home / ".zshrc"), str(home / ".bash_profile"),
+                 str(home / ".hermes" / "plugins"), str(outside / "ro.txt"))),
+        cwd=str(home), writable=(str(home),))
+    assert shaped.walls.deny_read == (
+        str(home / "vault" / "hermes.env"),  # the target: the link sits in a read-only place
+        str(home / "keys" / "a.pem"), str(home / "keys" / "b.pem"),  # the glob, expanded now
+        str(outside / "later.db-wal"),  # missing outside the writable places: walled once made
+        str(home / "keys" / "id_ed25519"))
+    assert shaped.walls.protect == (str(home / ".hermes"), str(home / "notes" / "plain.txt"))
+    # the planted link can be pointed elsewhere by a command; the secret's link cannot
+    assert [(e.link, e.target) for e in shaped.exposed] == [
+        (str(home / ".zshrc"), str(home / "notes" / "plain.txt"))]
+    assert shaped.creatable == (str(home / ".bash_profile"),)
+    # read-only mode: nothing is writable, so only what must stay unreadable is sent
+    read_only = shape(Walls(deny_read=(str(home / "keys" / "a.pem"),),
+                            protect=(str(home / ".hermes"), str(home / ".zshrc"))),
+                      cwd=str(home), writable=())
+    assert read_only.walls.protect == () and read_only.exposed == ()
+    assert read_only.walls.deny_read == (str(home / "keys" / "a.pem"),)
 
 
 def test_a_verdict_is_kept_per_binary_and_a_changed_binary_is_probed_again(tmp_path):
@@ -218,3 +242,22 @@ def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_sp
     text = repr(seen)
     assert key[:14] not in text and "hunter2pw" not in text
     assert "x" * 100 in text and "mysql -uroot -p" in text  # the rest is shown
+
+
+def test_workspace_instructions_stay_out_only_where_sessions_share_a_writable_workspace(
+        tmp_path, monkeypatch):
+    from hermes_codex_runtime.hermes.instructions import left_out
+
+    home, project = tmp_path / "home", tmp_path / "home" / "project"
+    project.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+
+    def out(platform, cwd, mode="workspace-write", setting="auto"):
+        return left_out(platform=platform, cwd=str(cwd), mode=mode, setting=setting)
+
+    assert not out("cli", project) and not out(None, project)  # one person's own project
+    assert out("cli", home)  # the home directory: every later session runs there too
+    assert out("telegram", project) and out("api_server", project) and out("cron", project)
+    assert out("discord", project, mode="danger-full-access")
+    assert not out("telegram", project, mode="read-only")  # no command can write it
+    assert not out("telegram", home, setting="load")  # the operator's choice

@@ -232,7 +232,8 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                'the review offers the memory tool (with `_memory_enabled`)',
                required=False, when_missing='skills only'),
     HostSymbol('run_agent', 'AIAgent().platform',
-               'cron approvals, the binding file, `session:compress`, hook arguments',
+               'cron approvals, the binding file, `session:compress`, hook arguments, whether '
+               "the workspace is shared (any surface but the CLI, TUI, ACP or a library agent)",
                required=True, when_missing='treated as the CLI'),
     HostSymbol('run_agent', 'AIAgent().model',
                "the model codex is asked for (unless `model.codex_model`), cost, hooks",

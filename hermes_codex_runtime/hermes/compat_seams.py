@@ -108,6 +108,18 @@ SEAM_SYMBOLS: tuple[HostSymbol, ...] = (
                "the tool a `tool_call` bridge call names (0.19.0's executor peels it inline)",
                required=False, verified=BOTH,
                when_missing="the bridge call goes to Hermes' dispatcher as it is"),
+    HostSymbol('agent.system_prompt', 'build_system_prompt_parts',
+               "wrapped: says which agent Hermes' system prompt is being built for (a codex "
+               "agent in a shared, writable workspace loads no workspace instruction files)",
+               required=False, verified=BOTH,
+               when_missing="the workspace's instruction files reach codex turns as Hermes "
+               "loads them (codex's own AGENTS.md is still left out)"),
+    HostSymbol('agent.prompt_builder', 'build_context_files_prompt',
+               "wrapped (and `run_agent`'s copy of it on 0.19.0): nothing from the workspace "
+               "for such an agent",
+               required=False, verified=BOTH,
+               when_missing="the workspace's instruction files reach codex turns as Hermes "
+               "loads them"),
     HostSymbol('hermes_cli.tools_config', '_get_platform_tools',
                "the demo's own agent gets the toolsets `hermes chat` gives its agent (so the "
                "session's codex thread carries on in the demo's `hermes chat` steps)",

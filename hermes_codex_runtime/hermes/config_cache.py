@@ -1,13 +1,14 @@
 """What a turn's settings take from this process's files, read once: :func:`standing`.
 
 Every turn needs the plugin's keys of ``config.yaml`` (validated), the sandbox its terminal
-security mode implies, the walls' paths (Hermes' and codex's credentials, the SSH keys in
-``~/.ssh``, the places kept read-only), the protected places an approval checks, and the
-version Hermes gives itself. None of that changes between turns unless a file does, so it is
-computed once and kept while ``config.yaml``, codex's ``config.toml`` and the ``~/.ssh``
-directory keep their modification times (and the environment variables it reads stay the
-same): three ``stat`` calls per turn instead of two config loads (Hermes deep-copies its whole
-config on each), a TOML parse, a directory listing and a few dozen path resolutions.
+security mode implies, the walls' paths (Hermes' credentials and conversations, the other
+profiles, the SSH keys in ``~/.ssh``, the places kept read-only), the protected places an
+approval checks, and the version Hermes gives itself. None of that changes between turns
+unless a file does, so it is computed once and kept while ``config.yaml``, codex's
+``config.toml``, the ``~/.ssh`` directory and Hermes' ``profiles`` directory keep their
+modification times (and the environment variables it reads stay the same): four ``stat``
+calls per turn instead of two config loads (Hermes deep-copies its whole config on each), a
+TOML parse, directory listings and a few dozen path resolutions.
 A bad value is never cached: its :class:`~.settings.SettingError` is raised on every turn.
 """
 
@@ -65,7 +66,7 @@ def _key() -> tuple[Any, ...]:
 def _depends(plugin: PluginSettings) -> tuple[Any, ...]:
     """The other files a standing value was derived from, as they are now."""
     return (_stat(codex_home_path(plugin.codex_home) / "config.toml"),
-            _stat(Path("~/.ssh").expanduser()))
+            _stat(Path("~/.ssh").expanduser()), _stat(walled.hermes_roots()[-1] / "profiles"))
 
 
 _lock = threading.Lock()

@@ -331,8 +331,11 @@ def play(story: Story, hermes_home: Path, project: Path, codex_home: Path,
             raise RuntimeError(f"the replay ended {view['status']}: {view.get('error')}")
         differences = compared(json.loads((Path(view["run_dir"]) / "report.json").read_text()))
         story.say(f"   compared with the original: {differences}")
-        kept = Path(tempfile.gettempdir()) / "hermes-codex-runtime-demo-replay.html"
-        shutil.copyfile(view["report_html"], kept)
+        # a name of its own, 0600, never a file (or a link) someone left at a fixed name
+        fd, name = tempfile.mkstemp(prefix="hermes-codex-runtime-demo-replay-", suffix=".html")
+        kept = Path(name)
+        with os.fdopen(fd, "wb") as out, open(view["report_html"], "rb") as report:
+            shutil.copyfileobj(report, out)
         story.say(f"   report: {kept}")
         return f"replayed on mock-model-2; HTML report at {kept}"
 

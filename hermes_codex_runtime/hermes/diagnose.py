@@ -68,7 +68,7 @@ def run(*, as_json: bool = False, hermes: bool = True) -> int:
                 passthrough=settings.env_passthrough,
                 command_passthrough=settings.command_env_passthrough, wording=wording()))
         checks.extend(check_app_servers(settings.app_server, app_server_fix()))
-        from hermes_codex_runtime.hermes.walled import doctor_checks
+        from hermes_codex_runtime.hermes.wall_report import doctor_checks
 
         checks.extend(doctor_checks(load_config(), settings))
     return emit(checks, as_json=as_json)

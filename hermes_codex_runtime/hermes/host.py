@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_codex_runtime.hermes import approvals, binding, review, tools, walled
+from hermes_codex_runtime.hermes import approvals, binding, instructions, review, tools, walled
 from hermes_codex_runtime.hermes.accounting import record_compaction, record_usage
 from hermes_codex_runtime.hermes.config_cache import Standing, standing
 from hermes_codex_runtime.hermes.context import HermesContext, state_of
@@ -34,13 +33,6 @@ log = logging.getLogger("hermes_codex_runtime.hermes")
 CLIENT_TITLE = "Hermes Agent (codex runtime)"
 
 
-def _session_cwd(agent: Any) -> str:
-    for candidate in (getattr(agent, "session_cwd", None), os.environ.get("TERMINAL_CWD")):
-        if isinstance(candidate, str) and candidate and os.path.isdir(candidate):
-            return candidate
-    return os.getcwd()
-
-
 class HermesHost:
     """The hook implementations for Hermes (registered as the host plugin)."""
 
@@ -52,7 +44,7 @@ class HermesHost:
         :mod:`.config_cache`) and the agent."""
         fixed = standing()
         review_fork = review.is_review_fork(agent)
-        cwd = _session_cwd(agent)
+        cwd = walled.session_workspace(agent)
         walled.warn_if_home(cwd)
         settings = host_settings(fixed, cwd=cwd)
         offer = tools.offered(agent) if not review_fork else None
@@ -62,8 +54,7 @@ class HermesHost:
             sandbox="read-only" if review_fork else settings.sandbox,
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if offer is None else offer.tools,
-            config_overrides=dict(offer.config) if offer is not None and offer.config
-            else None,
+            config_overrides=_thread_config(agent, offer),
             effort=codex_effort(getattr(agent, "reasoning_config", None)))
 
     @hookimpl
@@ -178,6 +169,15 @@ def host_settings(fixed: Standing, *, cwd: str) -> SessionSettings:
         protect=fixed.protect,
         walls_cache=fixed.walls_cache,
     )
+
+
+def _thread_config(agent: Any, offer: Any) -> dict[str, Any] | None:
+    """Further codex config for the agent's thread: what its tool offer switches off, and
+    codex's own project instruction files left out where the workspace is shared
+    (:mod:`.instructions`)."""
+    config = {**(offer.config if offer is not None else {}),
+              **(instructions.CODEX_CONFIG if instructions.is_left_out(agent) else {})}
+    return config or None
 
 
 #: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").

@@ -173,12 +173,17 @@ def _route_review_fork() -> None:
 def follow_agent_construction() -> bool:
     """``AIAgent.__init__`` wrapped: an agent built for codex has what its first turn would wait
     for — the process's app-server, the walls' verdict — started in the background
-    (:func:`~.turn.prepare_first_turn`) while Hermes composes that turn. Called once
-    ``run_agent`` has been imported (:mod:`.early`)."""
+    (:func:`~.turn.prepare_first_turn`) while Hermes composes that turn, and whether its
+    workspace's instruction files stay out of that turn decided before Hermes builds its
+    system prompt (:mod:`.instructions`). Called once ``run_agent`` has been imported
+    (:mod:`.early`)."""
     cls = symbol("run_agent", "AIAgent", feature="codex started while the first turn is built")
     init = getattr(cls, "__init__", None)
     if not isinstance(cls, type) or not callable(init):
         return False
+    from hermes_codex_runtime.hermes import instructions
+
+    instructions.install()
     if getattr(init, _MARK, False):
         return True
 

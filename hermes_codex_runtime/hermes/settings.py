@@ -22,6 +22,12 @@ Keys (all optional):
 * ``model.codex_protect`` — further places that stay read-only for those commands even inside a
   writable workspace, on top of ``HERMES_HOME``, ``~/.ssh``, codex's home and the shell's
   start-up files;
+* ``model.codex_workspace_instructions`` — ``auto`` (the default) or ``load``: whether project
+  instruction files in the workspace (``AGENTS.md``, ``CLAUDE.md``, ``.hermes.md`` …) reach a
+  codex turn where the model's commands can write that workspace and several sessions share
+  it (the home directory, a gateway's workspace). ``auto`` leaves them out there — a command in
+  one session could otherwise steer every later one (see :mod:`.instructions`); ``load``
+  loads them anyway;
 * ``model.codex_app_server`` — where codex threads run: ``shared`` (the default: one local
   app-server for all sessions with the same settings), ``per-session`` (a process each), or
   remote app-servers: a URL (``ws://host:port``, ``wss://…``, ``unix:///path``) or a list of
@@ -55,6 +61,7 @@ from hermes_codex_runtime.pool import PER_SESSION, SHARED, EndpointSpec, Placeme
 
 RUNTIME_VALUE = "codex_app_server"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+WORKSPACE_INSTRUCTIONS = ("auto", "load")
 MAX_TURN_TIMEOUT = 86_400
 
 
@@ -239,6 +246,8 @@ class PluginSettings:
     protect: tuple[str, ...] = ()
     #: Every app-server token file config.yaml names (also one not in use at the moment).
     token_files: tuple[str, ...] = ()
+    #: ``model.codex_workspace_instructions`` (``auto`` or ``load``).
+    workspace_instructions: str = "auto"
 
 
 def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
@@ -256,6 +265,10 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
             or not math.isfinite(timeout) or not 0 < timeout <= MAX_TURN_TIMEOUT:
         raise SettingError(f"model.codex_turn_timeout must be a positive number of seconds, at "
                            f"most {MAX_TURN_TIMEOUT} (a day), got {timeout!r}")
+    instructions = model.get("codex_workspace_instructions", "auto")
+    if instructions not in WORKSPACE_INSTRUCTIONS:
+        raise SettingError(f"model.codex_workspace_instructions must be one of "
+                           f"{', '.join(WORKSPACE_INSTRUCTIONS)}, got {instructions!r}")
     sandbox = model.get("codex_sandbox")
     if sandbox is not None and sandbox not in SANDBOX_MODES:
         raise SettingError(f"model.codex_sandbox must be one of {', '.join(SANDBOX_MODES)}, got "
@@ -287,6 +300,7 @@ def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
         deny_read=_paths(model, "codex_deny_read"),
         protect=_paths(model, "codex_protect"),
         token_files=tuple(dict.fromkeys(token_files)),
+        workspace_instructions=instructions,
     )
 
 

@@ -100,7 +100,12 @@ def run_codex_app_server_turn(agent: Any, *, user_message: Any, original_user_me
 
 def prepare_first_turn(agent: Any) -> None:
     """An ``AIAgent`` was built for codex (:func:`.seams.follow_agent_construction`): start
-    what its first turn would wait for in the background, while Hermes composes that turn."""
+    what its first turn would wait for in the background, while Hermes composes that turn,
+    and decide whether its workspace's instruction files reach codex (:mod:`.instructions`)
+    before Hermes builds the system prompt."""
+    from hermes_codex_runtime.hermes.instructions import mark_agent
+
+    mark_agent(agent)
     shared_runtime().prewarm(agent)
 
 

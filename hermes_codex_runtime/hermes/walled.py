@@ -1,16 +1,21 @@
 """The Hermes paths the codex sandbox walls off, for every thread the plugin starts.
 
 The runtime's walls (:mod:`hermes_codex_runtime.walls`) know no Hermes path: this module names
-them, and :class:`~.host.HermesHost` hands them over in the session settings.
+them, and :class:`~.host.HermesHost` hands them over in the session settings (codex's own
+secrets and conversations, and its home, the runtime adds itself).
 
-* **Unreadable** for the commands the model runs: Hermes' ``.env`` and ``auth.json`` (in
-  ``HERMES_HOME`` and, for a profile, in the root above it), codex's ``auth.json``, the SSH
-  private keys in ``~/.ssh``, the remote app-servers' token files, and ``model.codex_deny_read``.
+* **Unreadable** for the commands the model runs: Hermes' secrets — ``.env``, ``auth.json``
+  and its other token files — and every user's conversations — the session store
+  (``state.db`` and its ``-wal``/``-shm``, every other database), logs, session files and
+  exports, cron jobs and their output, checkpoints, pastes, uploaded media, the API server's
+  stored responses, the plugin's own state (Codex Replay's runs) — in ``HERMES_HOME`` and, for
+  a profile, in the root above it; every *other* profile whole; the SSH private keys in
+  ``~/.ssh``; the remote app-servers' token files; and ``model.codex_deny_read``. Hermes reads
+  them itself (``session_search`` runs in Hermes, not in the sandbox).
 * **Read-only** for them, even inside a writable workspace (the gateway runs in the home
-  directory): ``HERMES_HOME`` (config, ``SOUL.md``, plugins, skills, cron jobs, memories, state),
-  ``~/.ssh``, codex's home, the shell's start-up files, ``~/.config/autostart`` and the user's
-  systemd units, the git directory of a Hermes checkout (its hooks run as the user), and
-  ``model.codex_protect``.
+  directory): ``HERMES_HOME`` (config, ``SOUL.md``, plugins, skills, memories), ``~/.ssh``,
+  the shell's start-up files, ``~/.config/autostart`` and the user's systemd units, the git
+  directory of a Hermes checkout (its hooks run as the user), and ``model.codex_protect``.
 
 It also says, once per process, when a session's workspace is the home directory.
 """
@@ -24,13 +29,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.hermes.paths import walls_cache_path
 from hermes_codex_runtime.hermes.settings import (
     PluginSettings,
     hermes_home,
-    sandbox_for_security_mode,
 )
-from hermes_codex_runtime.wire.codex_config import codex_home_path
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 
@@ -40,6 +42,19 @@ STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".pr
                  ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".config/fish",
                  ".config/autostart", ".config/systemd")
 HERMES_SECRETS = (".env", "auth.json")
+#: What in a Hermes home holds credentials, and anybody's conversations (names and globs
+#: beneath it; only what exists is walled). Skills, plugins, ``SOUL.md``, ``config.yaml`` and
+#: the memory files (which every session's prompt carries anyway) stay readable.
+HERMES_CREDENTIALS = (*HERMES_SECRETS, ".anthropic_oauth.json", "slack_tokens.json",
+                      "*oauth*.json", "*tokens*.json", "honcho.json", "mem0.json",
+                      "supermemory.json", "whatsapp")
+HERMES_CONVERSATIONS = ("*.db", "*.db-wal", "*.db-shm", "*.db-journal", "*.sqlite*", "*.log",
+                        "logs", "sessions", "session-exports", "cron", "checkpoints", "pastes",
+                        "cache", "*_cache", "browser_recordings", "browser_screenshots",
+                        ".hermes_history", "hook_outputs", "moa-traces", "spawn-trees",
+                        "sandboxes", "channel_directory.json", "gateway_state.json",
+                        "codex-runtime")
+HERMES_PRIVATE = (*HERMES_CREDENTIALS, *HERMES_CONVERSATIONS)
 _SSH_NOT_KEYS = frozenset({"authorized_keys", "authorized_keys2", "known_hosts",
                            "known_hosts.old", "config", "environment"})
 _home_warned: set[str] = set()
@@ -93,10 +108,22 @@ def hermes_checkout_git() -> str | None:
     return None
 
 
+def other_profiles() -> list[str]:
+    """Every Hermes profile but the running one (each is a Hermes of its own, with its own
+    secrets and conversations)."""
+    home = os.path.realpath(hermes_home())
+    profiles = hermes_roots()[-1] / "profiles"
+    try:
+        entries = sorted(profiles.iterdir())
+    except OSError:
+        return []
+    return [str(p) for p in entries if p.is_dir() and os.path.realpath(p) != home]
+
+
 def deny_read(settings: PluginSettings) -> tuple[str, ...]:
     """What the commands codex runs may not read (see the module docstring)."""
-    paths = [str(root / name) for root in hermes_roots() for name in HERMES_SECRETS]
-    paths.append(str(codex_home_path(settings.codex_home) / "auth.json"))
+    paths = [str(root / name) for root in hermes_roots() for name in HERMES_PRIVATE]
+    paths += other_profiles()
     paths += ssh_private_keys()
     paths += settings.token_files
     paths += settings.deny_read
@@ -107,13 +134,22 @@ def protect(settings: PluginSettings) -> tuple[str, ...]:
     """What stays read-only for the commands codex runs (see the module docstring)."""
     home = Path.home()
     paths = [str(root) for root in hermes_roots()]
-    paths += [str(home / ".ssh"), str(codex_home_path(settings.codex_home))]
+    paths.append(str(home / ".ssh"))
     paths += [str(home / name) for name in STARTUP_FILES]
     checkout = hermes_checkout_git()
     if checkout:
         paths.append(checkout)
     paths += settings.protect
     return tuple(dict.fromkeys(paths))
+
+
+def session_workspace(agent: Any) -> str:
+    """The workspace of an agent's codex threads: its session's cwd, else the gateway's
+    ``TERMINAL_CWD``, else this process's cwd."""
+    for candidate in (getattr(agent, "session_cwd", None), os.environ.get("TERMINAL_CWD")):
+        if isinstance(candidate, str) and candidate and os.path.isdir(candidate):
+            return candidate
+    return os.getcwd()
 
 
 def workspace_is_home(cwd: str) -> bool:
@@ -150,50 +186,3 @@ def configured_workspace(config: dict[str, Any]) -> tuple[str, bool]:
     if isinstance(value, str) and value.strip() not in _CWD_PLACEHOLDERS:
         return os.path.expanduser(value.strip()), True
     return str(Path.home()), False
-
-
-def doctor_checks(config: dict[str, Any], settings: PluginSettings) -> list[Any]:
-    """doctor's lines about the walls: which are up (probing the binary), and the workspace."""
-    from hermes_codex_runtime.doctor import OK, WARN, Check, check_token_file, check_walls
-    from hermes_codex_runtime.values import SessionSettings
-
-    cwd, chosen = configured_workspace(config)
-    checks = []
-    if settings.app_server is not None and settings.app_server.mode == "endpoints":
-        checks.append(Check("sandbox walls", OK, "not sent: sessions run on the remote "
-                            "app-servers of model.codex_app_server, whose sandbox is their "
-                            "operator's"))
-    else:
-        session = SessionSettings(
-            codex_bin=settings.codex_bin, codex_home=settings.codex_home, cwd=cwd,
-            sandbox=settings.sandbox or sandbox_for_security_mode(config),
-            deny_read=deny_read(settings), protect=protect(settings),
-            walls_cache=str(walls_cache_path()))
-        checks.append(check_walls(session, off_fix=WALLS_OFF_FIX, fallback_fix=fallback_fix()))
-    if workspace_is_home(cwd):
-        how = "terminal.cwd" if chosen else "no terminal.cwd is set, so the gateway's default"
-        checks.append(Check("workspace", WARN, f"the gateway's workspace is the home directory "
-                            f"{cwd} ({how})", f"Set `terminal.cwd` in "
-                            f"{hermes_home() / 'config.yaml'} to a project directory: in "
-                            "workspace-write the model may change any file there the walls do "
-                            "not protect."))
-    else:
-        checks.append(Check("workspace", OK, cwd))
-    for token_file in settings.token_files:
-        exposed = check_token_file(token_file)
-        if exposed is not None:
-            checks.append(exposed)
-    return checks
-
-
-WALLS_OFF_FIX = ("The sandbox comes from `model.codex_sandbox`, else "
-                 "`tools.terminal.security_mode` (auto → workspace-write, approval-required → "
-                 "read-only, unrestricted/yolo → danger-full-access), else codex's own "
-                 "sandbox_mode; choose read-only or workspace-write to get the walls.")
-def fallback_fix() -> str:
-    """What to do when the walls do not hold on this codex."""
-    from hermes_codex_runtime.hermes import fixes
-
-    return (f"Install a codex release whose permission profiles hold here (`"
-            f"{fixes.install_codex_command()}` brings the tested one), then run doctor again; "
-            "until then the plugin keeps commands read-only.")

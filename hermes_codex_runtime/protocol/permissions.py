@@ -36,7 +36,7 @@ UP, OFF, OWN_PROFILE, FALLBACK, NONE = "up", "off", "own-profile", "fallback", "
 @dataclass(frozen=True, slots=True)
 class Walls:
     """What commands may not touch. Paths are absolute (globs allowed); the caller has already
-    kept only those codex can wall off (see ``wire.walls.present``)."""
+    shaped them for codex (see ``wire.walls.shape``)."""
 
     #: Unreadable for commands (codex ``"none"``): credential files.
     deny_read: tuple[str, ...] = ()
@@ -69,6 +69,17 @@ def profile_config(mode: str, walls: Walls) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Exposure:
+    """A walled path the sandbox cannot keep as asked: a symbolic link on its way lies where
+    the model's commands can write, so a command could point it elsewhere. What it leads to
+    now is walled; the link itself is not."""
+
+    path: str  # the walled path as the host named it
+    link: str  # the link a command could replace
+    target: str  # where the path leads now (walled)
+
+
+@dataclass(frozen=True, slots=True)
 class ThreadPermissions:
     """What a thread is started with, and why (for the log and doctor)."""
 
@@ -78,7 +89,11 @@ class ThreadPermissions:
     approval_policy: str | None = None  # replaces the host's policy (the fallback only)
     mode: str | None = None  # the sandbox mode the walls stand in
     walls: Walls = field(default_factory=Walls)
-    note: str = ""  # what the user must be told (the fallback's reason)
+    note: str = ""  # what the user must be told (the fallback's reason, links left unwalled)
+    #: Links on walled paths that commands could point elsewhere (see :class:`Exposure`).
+    exposed: tuple[Exposure, ...] = ()
+    #: Walled names that do not exist yet, where a command could create them.
+    creatable: tuple[str, ...] = ()
 
 
 def thread_permissions(*, sandbox: str | None, walls: Walls, user_mode: str | None,

@@ -27,6 +27,7 @@ from hermes_codex_runtime.replay.plan import Plan, variant_changes
 from hermes_codex_runtime.replay.records import rerun_hint
 from hermes_codex_runtime.replay.sources import Transcript
 from hermes_codex_runtime.replay.store import Run
+from hermes_codex_runtime.wire.files import atomic_write_text
 
 REPORT_SCHEMA = "hermes-codex-runtime.replay.report/1"
 BUCKETS = ("input", "cache_read", "cache_write", "output", "reasoning")
@@ -236,12 +237,7 @@ def write_report(run: Run, status: str | None = None) -> dict[str, Any]:
     """Build and write ``report.json`` and ``report.html``; returns the report."""
     report = build_report(run, status)
     run.save_json("report.json", report)
-    page = render_html(report)
-    path = run.dir / "report.html"
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    atomic_write_text(run.dir / "report.html", render_html(report))
     return report
 
 

@@ -1,17 +1,29 @@
-"""The local side of the walls: which of the host's paths codex can wall off, and the record of
+"""The local side of the walls: the shape of a profile codex can enforce, and the record of
 whether the walls held on a binary.
 
 Owns two things:
 
-* :func:`present` — the paths of a :class:`~hermes_codex_runtime.protocol.permissions.Walls`
-  that codex can take (and :func:`search_path_dirs`, the ``PATH`` directories that are walls of
-  their own: codex takes ``bwrap`` from ``PATH`` before its bundled one). codex's sandbox
-  (bubblewrap on Linux) mounts over every path in the profile, and a path that does not exist is
-  trouble (verified on 0.163 and 0.171, docs/codex-facts.md): codex makes a placeholder for it
-  in the real file system and may leave it behind (an empty ``~/.profile``; an empty 0444 file
-  on 0.163 for a missing unreadable one), an entry whose parent directory is missing fails the
-  thread's start on 0.163, and a placeholder beneath a read-only entry fails it on both. So only
-  paths that exist are sent (globs when their fixed prefix exists), symlinks at both ends.
+* :func:`shape` — what of a :class:`~hermes_codex_runtime.protocol.permissions.Walls` to send
+  for a thread, given the places its commands may write (:func:`writable_roots`). codex's
+  sandbox (bubblewrap on Linux) mounts over every path in the profile at every command, and
+  some paths are trouble (verified on 0.163 and 0.171, docs/codex-facts.md):
+
+  - a path that crosses a symbolic link lying where commands can write fails every command
+    ("cannot enforce sandbox … because it crosses writable symlink"), and a link to a file
+    elsewhere fails the thread's start ("bwrap: Can't create file at …"): so the *target* of
+    every link is sent, and a link that commands could point elsewhere is reported
+    (:class:`Exposure`) — never a thread that cannot start;
+  - a missing path inside a writable place gets a placeholder in the real file system that
+    codex does not reliably remove (and, beneath a walled directory, fails the thread): such a
+    path is not sent, and is reported as creatable; a missing path elsewhere costs nothing
+    until it appears, and is walled from then on;
+  - every entry costs each command time: a ``read`` entry outside every writable place (already
+    read-only) and an entry beneath another that covers it are left out, and globs are
+    expanded here, at the thread's start, rather than by a walk of the file system at every
+    command.
+
+  :func:`search_path_dirs` gives the ``PATH`` directories that are walls of their own (codex
+  takes ``bwrap`` from ``PATH`` before its bundled one).
 * :class:`VerdictCache` — the probe's verdict per binary (its real path, size and mtime, the
   ``bwrap`` on ``PATH``, the kernel, the user), kept in a JSON file so a binary is probed once,
   not once per process.
@@ -20,6 +32,7 @@ Owns two things:
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -31,13 +44,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hermes_codex_runtime.protocol.permissions import Walls
+from hermes_codex_runtime.protocol.permissions import Exposure, Walls
 
 log = logging.getLogger(__name__)
 
 _GLOB = set("*?[")
 #: Bumped when the probe changes what it proves (old verdicts are then probed again).
-PROBE_VERSION = 1
+PROBE_VERSION = 2
+#: At most this many paths one glob of the host's expands to (the rest are left out, logged).
+MAX_GLOB_MATCHES = 512
+_NONE, _READ = "none", "read"
 
 
 def _glob_prefix(path: str) -> str | None:
@@ -54,32 +70,90 @@ def _absolute(path: str, cwd: str | None) -> str:
     return os.path.normpath(os.path.join(cwd or os.getcwd(), expanded))
 
 
-def _both_ends(path: str) -> list[str]:
-    real = os.path.realpath(path)
-    return [path] if real == path else [path, real]
-
-
 def _inside(path: str, roots: Iterable[str]) -> bool:
+    """``path`` is one of ``roots`` or lies beneath one."""
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _below(path: str, roots: Iterable[str]) -> bool:
+    """``path`` lies strictly beneath one of ``roots``."""
     return any(path != root and path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def present(walls: Walls, cwd: str | None = None) -> Walls:
-    """``walls`` with only the paths codex can wall off (see the module docstring); relative
-    paths are taken against ``cwd``, ``~`` is expanded."""
-    kept: dict[str, list[str]] = {"none": [], "read": []}
-    for access, entries in (("none", walls.deny_read), ("read", walls.protect)):
+def writable_roots(mode: str | None, cwd: str | None, *, tmpdir: str | None = None,
+                   extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """Where a thread's commands may write, as codex's built-in profiles have it (resolved):
+    nothing in ``read-only``; the workspace, ``/tmp``, ``$TMPDIR`` and the user's further
+    writable roots in ``workspace-write``."""
+    if mode != "workspace-write":
+        return ()
+    roots = [cwd or os.getcwd(), "/tmp", *([tmpdir] if tmpdir else []), *extra]
+    return tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(r)) for r in roots))
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What a thread is sent (:attr:`walls`), and what the sandbox cannot wall."""
+
+    walls: Walls
+    exposed: tuple[Exposure, ...] = ()
+    #: Walled names that do not exist yet where a command could create them.
+    creatable: tuple[str, ...] = ()
+
+
+def _expand(entry: str, cwd: str | None) -> list[str]:
+    path = _absolute(entry, cwd)
+    if _glob_prefix(path) is None:
+        return [path]
+    found = sorted(glob.glob(path, recursive=True, include_hidden=True))
+    if len(found) > MAX_GLOB_MATCHES:
+        log.warning("%s matches %d paths; the first %d are walled", path, len(found),
+                    MAX_GLOB_MATCHES)
+    return found[:MAX_GLOB_MATCHES]
+
+
+def _links(path: str) -> list[str]:
+    """The symbolic links on ``path`` (its directories and itself), outermost first."""
+    parts = Path(path).parts
+    links, current = [], parts[0]
+    for part in parts[1:]:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            links.append(current)
+    return links
+
+
+def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
+    """``walls`` as codex can enforce them for commands that may write ``writable`` (see the
+    module docstring); relative paths are taken against ``cwd``, ``~`` is expanded."""
+    roots = tuple(writable)
+    sent: dict[str, str] = {}  # real path -> access ("none" wins over "read")
+    links: list[tuple[str, str, str]] = []
+    missing: list[str] = []
+    for access, entries in ((_NONE, walls.deny_read), (_READ, walls.protect)):
         for entry in entries:
-            path = _absolute(entry, cwd)
-            prefix = _glob_prefix(path)
-            if prefix is not None:
-                if os.path.isdir(prefix):
-                    kept[access].append(path)
-            elif os.path.lexists(path):
-                kept[access].extend(_both_ends(path))
-    deny = [p for p in kept["none"] if _glob_prefix(p) is not None
-            or not _inside(p, kept["none"])]
-    return Walls(deny_read=tuple(dict.fromkeys(deny)), protect=tuple(dict.fromkeys(kept["read"])),
-                 writable_roots=walls.writable_roots, network=walls.network)
+            for path in _expand(entry, cwd):
+                real = os.path.realpath(path)
+                if real != path:
+                    links += [(path, link, real) for link in _links(path)]
+                if not os.path.exists(real) and _inside(real, roots):
+                    if access == _READ:  # a place to keep, not a secret to hide
+                        missing.append(real)
+                    continue  # a placeholder: see the module docstring
+                if access == _NONE or _inside(real, roots):
+                    sent.setdefault(real, access)
+    covered = {access: [p for p, a in sent.items() if a == access] for access in (_NONE, _READ)}
+    deny = tuple(p for p in covered[_NONE] if not _below(p, covered[_NONE]))
+    protect = tuple(p for p in covered[_READ] if not _below(p, covered[_READ])
+                    and not _inside(p, deny))
+    held = (*deny, *protect)
+    exposed = tuple(Exposure(path, link, target) for path, link, target in links
+                    if _inside(os.path.realpath(os.path.dirname(link)), roots)
+                    and not _inside(os.path.realpath(os.path.dirname(link)), held))
+    creatable = tuple(dict.fromkeys(p for p in missing if not _below(p, held)))
+    return Shape(Walls(deny_read=deny, protect=protect, writable_roots=walls.writable_roots,
+                       network=walls.network), exposed=tuple(dict.fromkeys(exposed)),
+                 creatable=creatable)
 
 
 # ---------------------------------------------------------------------- verdicts
@@ -115,6 +189,23 @@ def binary_key(binary: str, search_path: str | None = None) -> str:
     raw = (f"{_identity(binary)}|{_identity(bwrap)}|{os.uname().release}|{os.geteuid()}|"
            f"{PROBE_VERSION}")
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+#: What codex keeps in its home that no command may read: its credentials, and every user's
+#: conversations (rollouts, history, its SQLite state, logs, queued input, memories,
+#: attachments). codex reads them itself, outside the sandbox; its skills and the helpers it
+#: puts on ``PATH`` (``tmp/``) stay readable.
+CODEX_PRIVATE = ("auth.json", ".credentials.json", ".env", "sessions", "archived_sessions",
+                 "history.jsonl", "session_index.jsonl", "*.sqlite", "*.sqlite-wal",
+                 "*.sqlite-shm", "*.sqlite-journal", "log", "shell_snapshots", "attachments",
+                 "generated_images", "memories")
+
+
+def codex_own(codex_home: Path) -> Walls:
+    """codex's own walls: its private files unreadable, its home read-only (its
+    ``config.toml`` would otherwise let a command change the next thread's sandbox)."""
+    return Walls(deny_read=tuple(str(codex_home / name) for name in CODEX_PRIVATE),
+                 protect=(str(codex_home),))
 
 
 def search_path_dirs(search_path: str | None, cwd: str | None) -> tuple[str, ...]:

@@ -1,0 +1,141 @@
+"""Files that become instructions: where a codex turn leaves the workspace's out.
+
+Hermes puts the project context files of the workspace (``.hermes.md``/``HERMES.md`` up to the
+git root, ``AGENTS.md``, ``CLAUDE.md``, ``.cursorrules``, ``.cursor/rules``) into its system
+prompt — codex's developer instructions — and codex itself adds ``AGENTS.override.md`` or
+``AGENTS.md`` from the project root down to the workspace. Where the model's commands may write
+the workspace and several sessions share it — the home directory, or the workspace of any
+surface but the local CLI, TUI, ACP or a library agent (a gateway's chats, its API server,
+cron) — a command in one session could write such a file unasked and steer every later
+session. codex's sandbox cannot keep a missing name from being created without leaving files
+behind in the workspace (docs/codex-facts.md), so there, unless ``model.codex_workspace_
+instructions: load`` says otherwise, neither loads them: Hermes' builder skips the workspace's
+files for that agent (``SOUL.md`` in ``HERMES_HOME``, which no command can change, still
+loads), and the thread is started with ``project_doc_max_bytes = 0``.
+
+Owns the decision (:func:`left_out`, made once when an agent is built for codex and kept on
+it, :func:`mark`), the thread's codex setting (:data:`CODEX_CONFIG`) and the seam that keeps
+Hermes' builder from loading them (:func:`install`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from hermes_codex_runtime.hermes.probe import symbol
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+
+#: The surfaces where one person works in their own workspace.
+LOCAL_PLATFORMS = frozenset({"", "cli", "tui", "acp"})
+#: What Hermes and codex load from a workspace as standing instructions.
+INSTRUCTION_FILES = (".hermes.md", "HERMES.md", "AGENTS.md", "agents.md", "AGENTS.override.md",
+                     "CLAUDE.md", "claude.md", ".cursorrules", ".cursor/rules")
+#: The thread setting that keeps codex from loading project instruction files.
+CODEX_CONFIG = {"project_doc_max_bytes": 0}
+WRITABLE_MODES = frozenset({"workspace-write", "danger-full-access"})
+_FLAG = "_codex_runtime_instructions_left_out"
+_MARK = "__hermes_codex_runtime_instructions__"
+_building: contextvars.ContextVar[bool] = contextvars.ContextVar("codex_instructions_out",
+                                                                 default=False)
+
+
+def shared(platform: str | None, cwd: str) -> bool:
+    """Several sessions share ``cwd``: it is the home directory, or the agent serves a surface
+    other than a local one."""
+    from hermes_codex_runtime.hermes.walled import workspace_is_home
+
+    return workspace_is_home(cwd) or (platform or "").strip().lower() not in LOCAL_PLATFORMS
+
+
+def left_out(*, platform: str | None, cwd: str, mode: str | None, setting: str) -> bool:
+    """The workspace's instruction files stay out of a codex turn (see the module
+    docstring)."""
+    return setting != "load" and mode in WRITABLE_MODES and shared(platform, cwd)
+
+
+def mark(agent: Any, *, cwd: str, mode: str | None, setting: str) -> bool:
+    """Decide for an agent built for codex, and keep the decision on it (Hermes builds its
+    system prompt once, at its first turn)."""
+    out = left_out(platform=getattr(agent, "platform", None), cwd=cwd, mode=mode,
+                   setting=setting)
+    setattr(agent, _FLAG, out)
+    if out:
+        log.info("codex-runtime: the workspace %s is shared and writable: its instruction "
+                 "files (%s) are not loaded", cwd, ", ".join(present_files(cwd)) or "none now")
+    return out
+
+
+def mark_agent(agent: Any) -> bool:
+    """:func:`mark` with this Hermes' settings: the agent's workspace, the sandbox its threads
+    get, ``model.codex_workspace_instructions``."""
+    from hermes_codex_runtime.hermes.config_cache import standing
+    from hermes_codex_runtime.hermes.walled import session_workspace
+    from hermes_codex_runtime.wire.codex_config import sandbox_defaults
+
+    fixed = standing()
+    mode = fixed.sandbox or sandbox_defaults(fixed.plugin.codex_home).mode
+    return mark(agent, cwd=session_workspace(agent), mode=mode,
+                setting=fixed.plugin.workspace_instructions)
+
+
+def is_left_out(agent: Any) -> bool:
+    """What :func:`mark` decided for ``agent`` (decided now if it never was: an agent built
+    before the plugin followed construction)."""
+    decided = getattr(agent, _FLAG, None)
+    return decided if isinstance(decided, bool) else mark_agent(agent)
+
+
+def present_files(cwd: str) -> list[str]:
+    """The instruction files in ``cwd`` now."""
+    return [name for name in INSTRUCTION_FILES if os.path.lexists(Path(cwd) / name)]
+
+
+def install() -> bool:
+    """Keep Hermes' context-file builder from loading a marked agent's workspace files: the
+    builder is wrapped where Hermes looks it up (``agent.prompt_builder``, and ``run_agent``'s
+    copy on 0.19), and ``build_system_prompt_parts`` says which agent is being built."""
+    parts = symbol("agent.system_prompt", "build_system_prompt_parts",
+                   feature="leaving a shared workspace's instruction files out of codex turns")
+    builder = symbol("agent.prompt_builder", "build_context_files_prompt",
+                     feature="leaving a shared workspace's instruction files out of codex turns")
+    if not callable(parts) or not callable(builder):
+        return False
+    import agent.system_prompt as system_prompt
+
+    if not getattr(parts, _MARK, False):
+        @functools.wraps(parts)
+        def build_parts(agent: Any, *args: Any, **kwargs: Any) -> Any:
+            token = _building.set(getattr(agent, _FLAG, None) is True)
+            try:
+                return parts(agent, *args, **kwargs)
+            finally:
+                _building.reset(token)
+
+        setattr(build_parts, _MARK, True)
+        system_prompt.build_system_prompt_parts = build_parts
+    import sys
+
+    for name in ("agent.prompt_builder", "run_agent"):
+        module = sys.modules.get(name)
+        original = getattr(module, "build_context_files_prompt", None)
+        if module is None or not callable(original) or getattr(original, _MARK, False):
+            continue
+        module.build_context_files_prompt = _skipping(original)  # type: ignore[attr-defined]
+    return True
+
+
+def _skipping(original: Any) -> Any:
+    @functools.wraps(original)
+    def build_context_files_prompt(*args: Any, **kwargs: Any) -> Any:
+        # SOUL.md comes with these files only when it was not loaded as the identity — and
+        # then it is missing or empty: nothing of it is lost
+        return "" if _building.get() else original(*args, **kwargs)
+
+    setattr(build_context_files_prompt, _MARK, True)
+    return build_context_files_prompt
