@@ -171,13 +171,11 @@ def host_settings(fixed: Standing, *, cwd: str) -> SessionSettings:
     )
 
 
-def _thread_config(agent: Any, offer: Any) -> dict[str, Any] | None:
+def _thread_config(agent: Any, offer: Any) -> dict[str, Any]:
     """Further codex config for the agent's thread: what its tool offer switches off, and
-    codex's own project instruction files left out where the workspace is shared
-    (:mod:`.instructions`)."""
-    config = {**(offer.config if offer is not None else {}),
-              **(instructions.CODEX_CONFIG if instructions.is_left_out(agent) else {})}
-    return config or None
+    codex's own loading of project instruction files off — Hermes' project context is the
+    one copy the model gets (:mod:`.instructions`)."""
+    return {**(offer.config if offer is not None else {}), **instructions.CODEX_CONFIG}
 
 
 #: Hermes' reasoning effort → codex's (codex has no "max"/"ultra": its highest is "xhigh").

@@ -1,17 +1,23 @@
-"""Files that become instructions: where a codex turn leaves the workspace's out.
+"""Files that become instructions: one copy for the model, and none from a shared, writable
+workspace.
 
 Hermes puts the project context files of the workspace (``.hermes.md``/``HERMES.md`` up to the
-git root, ``AGENTS.md``, ``CLAUDE.md``, ``.cursorrules``, ``.cursor/rules``) into its system
-prompt — codex's developer instructions — and codex itself adds ``AGENTS.override.md`` or
-``AGENTS.md`` from the project root down to the workspace. Where the model's commands may write
-the workspace and several sessions share it — the home directory, or the workspace of any
-surface but the local CLI, TUI, ACP or a library agent (a gateway's chats, its API server,
-cron) — a command in one session could write such a file unasked and steer every later
-session. codex's sandbox cannot keep a missing name from being created without leaving files
-behind in the workspace (docs/codex-facts.md), so there, unless ``model.codex_workspace_
-instructions: load`` says otherwise, neither loads them: Hermes' builder skips the workspace's
-files for that agent (``SOUL.md`` in ``HERMES_HOME``, which no command can change, still
-loads), and the thread is started with ``project_doc_max_bytes = 0``.
+git root, else ``AGENTS.md``, ``CLAUDE.md``, ``.cursorrules`` or ``.cursor/rules`` from the
+workspace itself, scanned for prompt injection first) into its system prompt — codex's
+developer instructions. codex would add ``AGENTS.override.md`` or ``AGENTS.md`` from the project
+root down to the workspace a second time, unscanned, and read them through its sandboxed
+file-system helper at every thread's start (a process per look, 0.1–0.2 s with a profile,
+docs/codex-facts.md): every thread of the plugin is started with ``project_doc_max_bytes = 0``
+(:data:`CODEX_CONFIG`), so Hermes' copy is the one. (codex's own global instructions in its
+home, which no command can change, still load.)
+
+Where the model's commands may write the workspace and several sessions share it — the home
+directory, or the workspace of any surface but the local CLI, TUI, ACP or a library agent (a
+gateway's chats, its API server, cron) — a command in one session could write such a file
+unasked and steer every later session; codex's sandbox cannot keep a missing name from being
+created without leaving files behind in the workspace. So there, unless ``model.codex_
+workspace_instructions: load`` says otherwise, Hermes' builder skips the workspace's files for
+that agent (``SOUL.md`` in ``HERMES_HOME``, which no command can change, still loads).
 
 Owns the decision (:func:`left_out`, made once when an agent is built for codex and kept on
 it, :func:`mark`), the thread's codex setting (:data:`CODEX_CONFIG`) and the seam that keeps
@@ -36,7 +42,7 @@ LOCAL_PLATFORMS = frozenset({"", "cli", "tui", "acp"})
 #: What Hermes and codex load from a workspace as standing instructions.
 INSTRUCTION_FILES = (".hermes.md", "HERMES.md", "AGENTS.md", "agents.md", "AGENTS.override.md",
                      "CLAUDE.md", "claude.md", ".cursorrules", ".cursor/rules")
-#: The thread setting that keeps codex from loading project instruction files.
+#: The thread setting that keeps codex from loading project instruction files itself.
 CODEX_CONFIG = {"project_doc_max_bytes": 0}
 WRITABLE_MODES = frozenset({"workspace-write", "danger-full-access"})
 _FLAG = "_codex_runtime_instructions_left_out"

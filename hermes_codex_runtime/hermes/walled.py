@@ -43,12 +43,13 @@ STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".pr
                  ".config/autostart", ".config/systemd")
 HERMES_SECRETS = (".env", "auth.json")
 #: What in a Hermes home holds credentials, and anybody's conversations (names and globs
-#: beneath it; only what exists is walled). Skills, plugins, ``SOUL.md``, ``config.yaml`` and
-#: the memory files (which every session's prompt carries anyway) stay readable.
+#: beneath it; only what exists is walled; a database's ``-shm`` index holds no content).
+#: Skills, plugins, ``SOUL.md``, ``config.yaml`` and the memory files (which every session's
+#: prompt carries anyway) stay readable.
 HERMES_CREDENTIALS = (*HERMES_SECRETS, ".anthropic_oauth.json", "slack_tokens.json",
                       "*oauth*.json", "*tokens*.json", "honcho.json", "mem0.json",
                       "supermemory.json", "whatsapp")
-HERMES_CONVERSATIONS = ("*.db", "*.db-wal", "*.db-shm", "*.db-journal", "*.sqlite*", "*.log",
+HERMES_CONVERSATIONS = ("*.db", "*.db-wal", "*.sqlite", "*.sqlite-wal", "*.log",
                         "logs", "sessions", "session-exports", "cron", "checkpoints", "pastes",
                         "cache", "*_cache", "browser_recordings", "browser_screenshots",
                         ".hermes_history", "hook_outputs", "moa-traces", "spawn-trees",

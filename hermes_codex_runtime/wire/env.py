@@ -85,14 +85,21 @@ def allowed_environment(
     return {name: value for name, value in env.items() if _matches(name, names, patterns)}
 
 
+#: Set for every command: a shell level, so ``bash -c`` does not take itself for a shell started
+#: by sshd and run the user's ``~/.bashrc`` first (it does when its standard input is a socket,
+#: as under a permission profile: every command paid for the user's start-up — pyenv's rehash
+#: waits 10 s on a stale lock of its own — docs/codex-facts.md).
+COMMAND_SET = {"SHLVL": "1"}
+
+
 def command_env_policy(passthrough: Iterable[str] = ()) -> dict[str, Any]:
     """codex's ``shell_environment_policy`` for the commands the model runs: they inherit only
     what a process needs, plus ``passthrough`` — never a credential, not even the provider key the
-    app-server itself holds. (codex adds its own ``CODEX_THREAD_ID``-style markers after this
-    filter.)"""
-    include = sorted(PROCESS_NAMES) + list(PROCESS_PATTERNS)
+    app-server itself holds — and :data:`COMMAND_SET`. (codex adds its own
+    ``CODEX_THREAD_ID``-style markers after this filter.)"""
+    include = sorted({*PROCESS_NAMES, *COMMAND_SET}) + list(PROCESS_PATTERNS)
     include += [entry for entry in passthrough if entry not in include]
-    return {"inherit": "all", "include_only": include}
+    return {"inherit": "all", "include_only": include, "set": dict(COMMAND_SET)}
 
 
 def command_environment(source: Mapping[str, str],

@@ -14,9 +14,9 @@ Owns two things:
     every link is sent, and a link that commands could point elsewhere is reported
     (:class:`Exposure`) — never a thread that cannot start;
   - a missing path inside a writable place gets a placeholder in the real file system that
-    codex does not reliably remove (and, beneath a walled directory, fails the thread): such a
-    path is not sent, and is reported as creatable; a missing path elsewhere costs nothing
-    until it appears, and is walled from then on;
+    codex does not reliably remove (and, beneath a walled directory, fails the thread): no
+    missing path is sent (one that appears is walled from the next thread on), and a protected
+    one inside a writable place is reported as creatable;
   - every entry costs each command time: a ``read`` entry outside every writable place (already
     read-only) and an entry beneath another that covers it are left out, and globs are
     expanded here, at the thread's start, rather than by a walk of the file system at every
@@ -136,10 +136,10 @@ def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
                 real = os.path.realpath(path)
                 if real != path:
                     links += [(path, link, real) for link in _links(path)]
-                if not os.path.exists(real) and _inside(real, roots):
-                    if access == _READ:  # a place to keep, not a secret to hide
+                if not os.path.exists(real):
+                    if access == _READ and _inside(real, roots):  # a place to keep: creatable
                         missing.append(real)
-                    continue  # a placeholder: see the module docstring
+                    continue  # walled from the next thread on, once it exists
                 if access == _NONE or _inside(real, roots):
                     sent.setdefault(real, access)
     covered = {access: [p for p, a in sent.items() if a == access] for access in (_NONE, _READ)}
@@ -192,13 +192,14 @@ def binary_key(binary: str, search_path: str | None = None) -> str:
 
 
 #: What codex keeps in its home that no command may read: its credentials, and every user's
-#: conversations (rollouts, history, its SQLite state, logs, queued input, memories,
-#: attachments). codex reads them itself, outside the sandbox; its skills and the helpers it
-#: puts on ``PATH`` (``tmp/``) stay readable.
+#: conversations (rollouts, history, its SQLite databases and their write-ahead logs, logs,
+#: queued input, memories, attachments). codex reads them itself, outside the sandbox; its
+#: skills and the helpers it puts on ``PATH`` (``tmp/``) stay readable. Every entry costs every
+#: command (docs/codex-facts.md): a database's ``-shm`` index (page numbers, no content) is not
+#: walled.
 CODEX_PRIVATE = ("auth.json", ".credentials.json", ".env", "sessions", "archived_sessions",
-                 "history.jsonl", "session_index.jsonl", "*.sqlite", "*.sqlite-wal",
-                 "*.sqlite-shm", "*.sqlite-journal", "log", "shell_snapshots", "attachments",
-                 "generated_images", "memories")
+                 "history.jsonl", "session_index.jsonl", "*.sqlite", "*.sqlite-wal", "log",
+                 "shell_snapshots", "attachments", "generated_images", "memories")
 
 
 def codex_own(codex_home: Path) -> Walls:
