@@ -90,13 +90,6 @@ def mark_agent(agent: Any) -> bool:
                 setting=fixed.plugin.workspace_instructions)
 
 
-def is_left_out(agent: Any) -> bool:
-    """What :func:`mark` decided for ``agent`` (decided now if it never was: an agent built
-    before the plugin followed construction)."""
-    decided = getattr(agent, _FLAG, None)
-    return decided if isinstance(decided, bool) else mark_agent(agent)
-
-
 def present_files(cwd: str) -> list[str]:
     """The instruction files in ``cwd`` now."""
     return [name for name in INSTRUCTION_FILES if os.path.lexists(Path(cwd) / name)]
