@@ -12,7 +12,10 @@ binary and the loopback mock model, a fresh codex home and Hermes home each:
   the sandbox walls probed, codex's state created — is reported on its own): what is measured is
   a gateway (re)started on a machine that has run it before. Targets: every one of 8
   concurrent first turns finishes within 2× one first turn's time; the plugin's first turn
-  against Hermes' own.
+  against Hermes' own. Then, per layout on ONE gateway each, ``BENCH_SEQUENTIAL_RUNS`` (20)
+  runs of new sessions one after another, as an API client makes them (after one untimed run),
+  ``BENCH_SEQUENTIAL_REPS`` (2) times, interleaved: each run's time and the codex app-server
+  processes the gateway went through. Target: the plugin's sequential run ≤ Hermes' own.
 * ``soak`` — ONE gateway, the plugin on one shared app-server: ``--sessions`` (1,000) sessions
   of 2 turns each (the second with the first's history), in sequential batches of ``--batch``
   (8) sessions at once. Sampled after 50, 100, 250, 500 and every 1,000 sessions: codex's RSS
@@ -52,13 +55,18 @@ CHECKPOINTS = (50, 100, 250, 500)
 def app_servers(pid: int) -> int:
     """How many ``codex app-server`` processes run under ``pid`` (not codex's helpers, nor a
     short-lived sandbox probe)."""
-    count = 0
+    return len(app_server_pids(pid))
+
+
+def app_server_pids(pid: int) -> set[int]:
+    """The ``codex app-server`` processes running under ``pid``."""
+    pids: set[int] = set()
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process(pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 if fleet.is_codex(child) and "app-server" in child.cmdline():
-                    count += 1
-    return count
+                    pids.add(child.pid)
+    return pids
 
 
 def _host() -> str:
@@ -151,8 +159,67 @@ def run_first_turns(codex_bin: str, provider_url: str) -> dict[str, Any]:
                     runs.setdefault(layout, {}).setdefault(str(n), []).append(entry)
                     print(f"  first turns {layout} N={n}: "
                           f"{entry.get('latencies_ms', entry.get('error'))}", flush=True)
+        sequential = run_sequential(installs)
     return {"host": _host(), "reps": reps, "install_first_turn_ms": installed, "runs": runs,
-            "targets": first_turn_targets(runs)}
+            "sequential": sequential,
+            "targets": first_turn_targets(runs) + sequential_targets(sequential)}
+
+
+def measure_sequential(install: Install, runs: int, tag: str) -> dict[str, Any]:
+    """``runs`` runs of new sessions one after another on one gateway (after an untimed one):
+    each run's time, and how many codex app-servers the gateway went through."""
+    try:
+        gateway = install.gateway()
+    except RuntimeError as exc:
+        return {"error": str(exc)}
+    latencies: list[float] = []
+    seen: set[int] = set()
+    try:
+        gateway.run("warm up", f"{tag}-warm", [])
+        seen |= app_server_pids(gateway.proc.pid)
+        for i in range(runs):
+            started = time.perf_counter()
+            gateway.run(f"sequential run {i}", f"{tag}-{i}", [])
+            latencies.append(1000 * (time.perf_counter() - started))
+            seen |= app_server_pids(gateway.proc.pid)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300], "log_tail": gateway.log_tail(300)}
+    finally:
+        gateway.stop()
+    return {"latencies_ms": [round(v, 1) for v in latencies],
+            "median_ms": round(statistics.median(latencies), 1), "app_servers": len(seen)}
+
+
+def run_sequential(installs: dict[str, Install]) -> dict[str, list[dict[str, Any]]]:
+    runs = int(os.environ.get("BENCH_SEQUENTIAL_RUNS", "20"))
+    reps = int(os.environ.get("BENCH_SEQUENTIAL_REPS", "2"))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rep in range(reps):
+        for layout in installs if rep % 2 == 0 else list(reversed(installs)):
+            entry = measure_sequential(installs[layout], runs, f"seq{rep}")
+            out.setdefault(layout, []).append(entry)
+            print(f"  sequential runs {layout}: median {entry.get('median_ms')} ms, "
+                  f"{entry.get('app_servers')} app-server(s)"
+                  + (f" — {entry['error']}" if "error" in entry else ""), flush=True)
+    return out
+
+
+def sequential_targets(sequential: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A long-lived gateway's sequential run against Hermes' own runtime's (medians of the
+    repetitions' medians), with the app-servers each went through."""
+    def median(layout: str) -> tuple[float | None, int | None]:
+        entries = [e for e in sequential.get(layout, []) if "median_ms" in e]
+        if not entries:
+            return None, None
+        return (statistics.median(e["median_ms"] for e in entries),
+                max(e["app_servers"] for e in entries))
+    (ours, ours_servers), (builtin, builtin_servers) = median("shared"), median("builtin")
+    if not ours or not builtin:
+        return []
+    return [{"name": "a long-lived gateway's sequential run ≤ Hermes' own runtime's",
+             "figure": round(ours / builtin, 2), "limit": 1.0, "met": ours <= builtin,
+             "detail": f"{ours} ms vs {builtin} ms; codex app-servers {ours_servers} vs "
+                       f"{builtin_servers}"}]
 
 
 def first_turn_targets(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ MAX_ENTRIES = 5_000
 
 
 class ThreadBindings:
-    """``session id → {"thread_id", "updated"}`` in one JSON file."""
+    """``session id → {"thread_id", "updated", …}`` in one JSON file (``set``'s extras kept)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -48,15 +48,13 @@ class ThreadBindings:
 
     def get(self, session_id: str) -> str | None:
         """The thread bound to ``session_id``, if any."""
-        entry = self._read().get(session_id)
-        thread = entry.get("thread_id") if isinstance(entry, dict) else None
+        thread = self.entry(session_id).get("thread_id")
         return thread if isinstance(thread, str) and thread else None
 
-    def endpoint(self, session_id: str) -> str | None:
-        """The remote app-server that holds ``session_id``'s thread (``None``: a local one)."""
+    def entry(self, session_id: str) -> dict[str, Any]:
+        """Everything kept with ``session_id``'s binding (``{}`` when there is none)."""
         entry = self._read().get(session_id)
-        endpoint = entry.get("endpoint") if isinstance(entry, dict) else None
-        return endpoint if isinstance(endpoint, str) and endpoint else None
+        return entry if isinstance(entry, dict) else {}
 
     def set(self, session_id: str, thread_id: str, **extra: Any) -> None:
         """Bind ``session_id`` to ``thread_id`` (atomically)."""

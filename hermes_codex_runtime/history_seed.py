@@ -114,6 +114,8 @@ def render_history_seed(messages: Sequence[Any], *, max_chars: int = DEFAULT_MAX
         block = _render(message)
         if block is None:
             continue
+        if blocks and block == blocks[-1] and message.get("role") == "user":
+            continue  # a user turn a transcript repeats back to back (a host's store) is one
         cost = len(block) + 2
         if used + cost > budget:
             truncated = True

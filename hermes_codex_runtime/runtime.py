@@ -9,7 +9,9 @@ host's per-turn data travels there, never on its agent object). Per turn it:
    thread starts fresh and seeded; changed host tools take a new session on the same thread,
    which :mod:`.session.thread` keeps only while it offers every tool the host has now);
 2. on a new session, asks for the stored thread id to resume (or reuses the thread of a session it
-   just retired, in a new process);
+   just retired, in a new process) — unless the conversation no longer matches the thread (other
+   developer instructions, fewer turns than it has seen: :mod:`.continuity`): then a fresh thread
+   starts, seeded; a live session whose conversation stops matching is replaced the same way;
 3. runs the turn — approvals and progress go to the host's hooks as they happen;
 4. reports usage and compaction, and on a failover-class failure (usage limit) asks the host to run
    the same turn on its fallback provider;
@@ -35,6 +37,7 @@ from typing import Any
 
 import pluggy
 
+from hermes_codex_runtime.continuity import Binding, instructions_digest, mismatch, user_turns
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
@@ -88,13 +91,14 @@ def _same_process(old: SessionSettings, new: SessionSettings) -> bool:
 
 
 class _Entry:
-    __slots__ = ("instructions", "lock", "session", "settings")
+    __slots__ = ("instructions", "lock", "session", "settings", "turns")
 
     def __init__(self, session: CodexSession, instructions: str | None,
                  settings: SessionSettings) -> None:
         self.session = session
         self.instructions = instructions
         self.settings = settings
+        self.turns: int | None = None  # the user turns its thread has seen (continuity.py)
         self.lock = threading.Lock()
 
 
@@ -113,7 +117,8 @@ class CodexRuntime:
         self._contexts: dict[int, TurnContext[Any]] = {}
         #: Agents interrupted before their turn had a session: the session is stopped at birth.
         self._interrupted: set[int] = set()
-        self._last_thread: dict[int, tuple[str, str | None]] = {}
+        #: The thread each agent's last turn ran on, as ``codex_stored_thread`` answers.
+        self._last_thread: dict[int, dict[str, Any]] = {}
         self._turn_locks: dict[int, threading.RLock] = {}
         self._lock = threading.Lock()
 
@@ -228,42 +233,48 @@ class CodexRuntime:
         return self._contexts.get(key) or TurnContext()
 
     def _session(self, agent: Any, key: int, settings: SessionSettings,
-                 instructions: str | None, context: TurnContext[Any]) -> CodexSession:
+                 instructions: str | None, context: TurnContext[Any],
+                 turns: int | None = None) -> CodexSession:
+        """The agent's session for a turn whose conversation had ``turns`` user turns before it
+        (``None``: not a turn, e.g. a compaction)."""
         with self._lock:
             entry = self._entries.get(key)
-        prompt_changed = entry is not None and entry.instructions != instructions
-        if entry is not None and not (entry.session.retired or prompt_changed
-                                      or not _same_process(entry.settings, settings)):
+        # an agent that carries on with no history told (a library's repeated calls) keeps its
+        # thread; a new agent for the conversation is judged by what it was given
+        changed = None if entry is None else mismatch(
+            bound_instructions=instructions_digest(entry.instructions), bound_turns=entry.turns,
+            instructions=instructions, turns=turns or None)
+        if entry is not None and changed is None and not (
+                entry.session.retired or not _same_process(entry.settings, settings)):
             # model and effort are turn-level in codex: a change rides on the next turn/start
             entry.settings = entry.session.settings = settings
             return entry.session
-        stored: Any = None
-        endpoint: str | None = None
+        binding: Binding | None = None
         predecessor: CodexSession | None = None
-        if entry is not None:
-            if not prompt_changed and entry.session.thread_id:
-                stored = entry.session.thread_id  # same conversation, new process
-                endpoint = entry.session.endpoint
-            if prompt_changed:
-                log.info("the host's system prompt changed: the next codex thread starts fresh")
-                entry.session.close()
-            else:
-                # the same conversation continues: the new session takes the thread over on
-                # the process that holds it, then ends this one (see CodexSession._spawn)
-                predecessor = entry.session
-        if stored is None and not prompt_changed:
-            last = self._last_thread.get(key)
-            stored = last or self._ask("codex_stored_thread", agent=agent, context=context)
-            if last is not None:
-                stored, endpoint = last
-        if isinstance(stored, Mapping):  # {"thread_id": ..., "endpoint": ...}
-            endpoint = stored.get("endpoint") if isinstance(stored.get("endpoint"), str) \
-                else None
-            stored = stored.get("thread_id")
-        if prompt_changed:
+        if entry is not None and changed is not None:
+            log.info("%s: the next codex thread starts fresh, seeded", changed)
+            entry.session.close()
             self._last_thread.pop(key, None)
-        if isinstance(stored, str):
-            self._release_thread(stored, key)
+        elif entry is not None:
+            # the same conversation continues: the new session takes the thread over on the
+            # process that holds it, then ends this one (see CodexSession._spawn)
+            predecessor = entry.session
+            if entry.session.thread_id:
+                binding = Binding(entry.session.thread_id, entry.session.endpoint)
+        if binding is None and changed is None:
+            binding = Binding.of(self._last_thread.get(key) or
+                                 self._ask("codex_stored_thread", agent=agent, context=context))
+            why = None if binding is None else mismatch(
+                bound_instructions=binding.instructions, bound_turns=binding.turns,
+                instructions=instructions, turns=turns)
+            if why is not None and binding is not None:
+                # thread/resume keeps the thread's own instructions and turns: never resume
+                # into a conversation the host no longer has
+                log.info("%s: thread %s is not resumed, a fresh thread starts, seeded", why,
+                         binding.thread_id)
+                binding = None
+        if binding is not None:
+            self._release_thread(binding.thread_id, key)
 
         # The session's callbacks hold the agent weakly: the session lives in this runtime
         # (shared by a whole gateway), and a host that drops its agent without closing it (an
@@ -292,8 +303,8 @@ class CodexRuntime:
                                                 context=self._context(key))
 
         session = CodexSession(settings, developer_instructions=instructions,
-                               stored_thread_id=stored if isinstance(stored, str) else None,
-                               stored_endpoint=endpoint if isinstance(stored, str) else None,
+                               stored_thread_id=binding.thread_id if binding else None,
+                               stored_endpoint=binding.endpoint if binding else None,
                                approve=approve, on_event=on_event, pool=self.pool,
                                predecessor=predecessor,
                                call_tool=call_tool if settings.host_tools else None)
@@ -321,24 +332,26 @@ class CodexRuntime:
 
     # ------------------------------------------------------------------ turns
 
-    def run_turn(self, agent: Any, user_input: Any, history: Sequence[Any] = (), *,
+    def run_turn(self, agent: Any, user_input: Any, history: Sequence[Any] | None = None, *,
                  context: TurnContext[Any] | None = None,
                  images: Sequence[str] = ()) -> TurnResult:
         """Run one host turn on codex and report it through the hooks, each of which gets
-        ``context`` (an empty one when the host passes none)."""
+        ``context`` (an empty one when the host passes none). ``history``: the conversation
+        before this turn — a fresh thread's seed, and what tells whether the bound thread still
+        matches it (``None``: the host does not say)."""
         key = self._key(agent)
         context = context if context is not None else TurnContext()
         with self._turn_lock(key):
             self._contexts[key] = context
             try:
-                return self._run_turn(agent, key, user_input, list(history), images, context)
+                return self._run_turn(agent, key, user_input, history, images, context)
             finally:
                 with self._lock:
                     if self._contexts.get(key) is context:
                         del self._contexts[key]
                     self._interrupted.discard(key)
 
-    def _run_turn(self, agent: Any, key: int, user_input: Any, history: list[Any],
+    def _run_turn(self, agent: Any, key: int, user_input: Any, history: Sequence[Any] | None,
                   images: Sequence[str], context: TurnContext[Any]) -> TurnResult:
         settings = self._settings(agent, context)
         if isinstance(settings, TurnResult):
@@ -348,14 +361,15 @@ class CodexRuntime:
         instructions = self._instructions(agent, context)
 
         def seed() -> str | None:
-            text = self._ask("codex_history_seed", agent=agent, messages=history,
+            text = self._ask("codex_history_seed", agent=agent, messages=list(history or ()),
                              context=context)
             return text if isinstance(text, str) and text.strip() else None
 
         session: CodexSession | None = None
         started = time.monotonic()
+        turns = user_turns(history) if history is not None else None
         try:
-            session = self._session(agent, key, settings, instructions, context)
+            session = self._session(agent, key, settings, instructions, context, turns)
             result = session.run_turn(user_input, images=images, history_seed=seed)
         except Exception as exc:  # a bug must not take the host down
             log.exception("codex turn failed unexpectedly")
@@ -363,7 +377,8 @@ class CodexRuntime:
             result.fail(Failure(FailureKind.OTHER, redact(f"{type(exc).__name__}: {exc}")),
                         retire=True)
         _log_turn(result, time.monotonic() - started)
-        return self._after_turn(agent, key, session, result, context)
+        return self._after_turn(agent, key, session, result, context,
+                                None if turns is None else turns + 1)
 
     def _instructions(self, agent: Any, context: TurnContext[Any]) -> str | None:
         text = self._ask("codex_developer_instructions", agent=agent, context=context)
@@ -402,7 +417,10 @@ class CodexRuntime:
         return result
 
     def _after_turn(self, agent: Any, key: int, session: CodexSession | None,
-                    result: TurnResult, context: TurnContext[Any]) -> TurnResult:
+                    result: TurnResult, context: TurnContext[Any], seen: int | None
+                    ) -> TurnResult:
+        """Report the turn; ``seen``: the user turns its thread has now seen (``None``: the
+        host told no history)."""
         if result.usage is not None:
             self._tell("codex_record_usage", agent=agent, usage=result.usage, context=context)
         if result.compacted:
@@ -413,9 +431,15 @@ class CodexRuntime:
         self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages,
                    context=context)
         if result.thread_id and result.turn_id:
-            self._last_thread[key] = (result.thread_id, result.endpoint)
-            self._tell("codex_thread_bound", agent=agent, thread_id=result.thread_id,
-                       endpoint=result.endpoint, context=context)
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.turns = seen
+            binding = Binding(result.thread_id, result.endpoint,
+                              instructions_digest(entry.instructions if entry else None), seen)
+            self._last_thread[key] = binding.as_stored()
+            self._tell("codex_thread_bound", agent=agent, thread_id=binding.thread_id,
+                       endpoint=binding.endpoint, instructions=binding.instructions,
+                       turns=seen, context=context)
         if result.should_retire and session is not None:
             self._retire(key, session)
         return result

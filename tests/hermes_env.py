@@ -48,7 +48,8 @@ HOOK_RECORDER = textwrap.dedent('''
 TOOL_KIT = textwrap.dedent('''
     """Test plugin: tools a Hermes plugin registers — one that echoes its arguments, one that
     raises, one that waits until Hermes interrupts it (polling Hermes' per-thread flag) — and a
-    pre_tool_call policy that blocks any tool called with the word "forbidden"."""
+    pre_tool_call policy that blocks any tool called with the word "forbidden", and a
+    pre_llm_call context plugin that recalls the user's favourite colour."""
     import json, time
 
     SCHEMA = {"type": "object", "properties": {"word": {"type": "string"},
@@ -75,8 +76,15 @@ TOOL_KIT = textwrap.dedent('''
             return {"action": "block", "message": f"{tool_name}: the kit's policy blocks that"}
         return None
 
+    def recall(user_message=None, **kwargs):
+        """A context plugin: what it knows about the user, for a message that asks."""
+        if isinstance(user_message, str) and "favourite colour" in user_message:
+            return {"context": "KIT-RECALL: the user's favourite colour is teal."}
+        return None
+
     def register(ctx):
         ctx.register_hook("pre_tool_call", block_forbidden)
+        ctx.register_hook("pre_llm_call", recall)
         for name, handler, what in (
                 ("kit_echo", echo_args, "Echo the arguments back."),
                 ("kit_raises", always_raises, "A tool that fails."),
@@ -90,7 +98,10 @@ TOOL_KIT = textwrap.dedent('''
 def base_config(**model: Any) -> dict[str, Any]:
     """config.yaml for tests: the plugin (and the hook recorder) enabled, no lazy installs."""
     model_section = {"provider": "openai-codex", "default": "mock-model",
-                     "openai_runtime": "codex_app_server", "context_length": 200000}
+                     "openai_runtime": "codex_app_server", "context_length": 200000,
+                     # a test's codex processes end with its sessions; the grace's own tests
+                     # set it
+                     "codex_app_server_grace": 0}
     if os.environ.get("HCR_APP_SERVER", "shared") != "shared":  # make test-per-session
         model_section["codex_app_server"] = os.environ["HCR_APP_SERVER"]
     model_section.update(model)

@@ -121,10 +121,11 @@ class RecordingHost:
         return self.stored
 
     @hookimpl
-    def codex_thread_bound(self, agent, thread_id, endpoint):
+    def codex_thread_bound(self, agent, thread_id, endpoint, instructions, turns):
         self.bound.append(thread_id)
         self.endpoints.append(endpoint)
-        stored = {"thread_id": thread_id, "endpoint": endpoint} if endpoint else thread_id
+        stored = {"thread_id": thread_id, "endpoint": endpoint, "instructions": instructions,
+                  "turns": turns}
         if self.per_agent:
             self.by_agent[id(agent)] = stored
         else:

@@ -58,7 +58,10 @@ def test_token_accounting_counts_cached_tokens_once(hermes):
     compressor = agent.context_compressor
     assert (compressor.last_prompt_tokens, compressor.last_completion_tokens,
             compressor.last_total_tokens) == (80, 25, 130)
-    assert compressor.context_length == 190_000  # codex reports 95% of the 200k window
+    # the window Hermes pinned for this agent's route wins over codex's 190,000; the 0.22 line
+    # pins model.context_length only for the configured provider's own route, which this
+    # directly built agent is not on, so there codex's window is the one
+    assert compressor.context_length == (agent._config_context_length or 190_000)
     row = agent._session_db.get_session(agent.session_id)
     assert row["input_tokens"] == 60 and row["cache_read_tokens"] == 20
 
@@ -241,6 +244,7 @@ def test_progress_reaches_the_agent_callbacks(hermes):
 def test_interrupt_and_close_reach_the_codex_session(hermes):
     import psutil
 
+    hermes.configure(codex_app_server_grace=0)  # the process ends with its last session
     agent = hermes.agent()
     hermes.provider.enqueue(mp.text("word " * 300, deltas=300, delta_delay=0.02))
     threading.Timer(0.8, agent.interrupt).start()
@@ -266,6 +270,72 @@ def test_the_system_prompt_is_sent_as_developer_instructions(hermes):
     assert prompt
     developer = [t for r, t in hermes.provider.request_texts(0) if r == "developer"]
     assert any(prompt.strip()[:200] in t for t in developer)
+
+
+def test_the_ephemeral_system_prompt_reaches_codex_once_and_a_changed_one_replaces_it(hermes):
+    """An API client's system message becomes the agent's ephemeral system prompt, which Hermes'
+    own loop adds to every call: on codex it rides in the developer instructions, once. The
+    next request's agent (same session) with another one gets a fresh, seeded thread — codex
+    would otherwise resume the thread with the instructions it started with."""
+    hermes.provider.enqueue(mp.text("Arr."))
+    first = hermes.agent(ephemeral_system_prompt="Talk like a pirate, PIRATE-11.")
+    r1 = first.run_conversation("remember KIWI-5")
+    developer = " ".join(t for r, t in hermes.provider.request_texts(0) if r == "developer")
+    assert developer.count("PIRATE-11") == 1
+    assert first._cached_system_prompt.strip()[:200] in developer
+    history = [{"role": m["role"], "content": m["content"]} for m in r1["messages"]]
+
+    hermes.provider.clear()
+    hermes.provider.enqueue(mp.text("Indeed."))
+    same = hermes.agent(session_id=first.session_id,
+                        ephemeral_system_prompt="Talk like a pirate, PIRATE-11.")
+    r2 = same.run_conversation("and now?", conversation_history=history)
+    assert r2["codex_thread_id"] == r1["codex_thread_id"]  # same prompt: resumed
+
+    hermes.provider.clear()
+    hermes.provider.enqueue(mp.text("Certainly."))
+    changed = hermes.agent(session_id=first.session_id,
+                           ephemeral_system_prompt="Talk like a butler, BUTLER-12.")
+    r3 = changed.run_conversation("what did I ask you to remember?",
+                                  conversation_history=history)
+    assert r3["completed"] and r3["codex_thread_id"] != r1["codex_thread_id"]
+    developer = " ".join(t for r, t in hermes.provider.request_texts(0) if r == "developer")
+    assert developer.count("BUTLER-12") == 1 and "PIRATE-11" not in developer
+    assert "KIWI-5" in developer  # the conversation carried over in the seed
+
+
+def test_a_context_plugins_recall_reaches_codex_with_the_users_message_once(hermes):
+    """Hermes composes the turn's memory recall and ``pre_llm_call`` plugin context into the user
+    message it sends; on codex the same text goes, once, and the transcript keeps the clean
+    message."""
+    hermes.provider.enqueue(mp.text("Teal it is."), mp.text("Noted."))
+    agent = hermes.agent()
+    result = agent.run_conversation("What is my favourite colour?")
+    sent = [t for r, t in hermes.provider.request_texts(0) if r == "user"]
+    assert sum(t.count("KIT-RECALL") for t in sent) == 1
+    assert any("What is my favourite colour?" in t and "KIT-RECALL" in t for t in sent)
+    [user] = [m for m in result["messages"] if m["role"] == "user"]
+    assert user["content"] == "What is my favourite colour?"
+    agent.run_conversation("Thanks.")  # a turn the plugin adds nothing to gets nothing stale
+    assert sum(t.count("KIT-RECALL") for r, t in hermes.provider.request_texts(1)) == 1
+
+
+def test_an_agent_that_skips_the_background_review_starts_none(hermes):
+    """Cron's agents say ``skip_background_review`` (on the 0.22 line): a codex turn that would
+    nudge a review starts none."""
+    from hermes_env import write_config
+
+    config = hermes.configure()
+    config["memory"] = {"memory_enabled": True, "nudge_interval": 1}
+    write_config(hermes.home, config)
+    agent = _codex_only_agent(hermes, skip_memory=False)
+    agent.skip_background_review = True
+    hermes.provider.enqueue(mp.text("Noted: green tea."))
+    before = {t.ident for t in threading.enumerate() if t.name == "bg-review"}
+    result = agent.run_conversation("I always drink green tea.")
+    assert result["final_response"] == "Noted: green tea."
+    assert {t.ident for t in threading.enumerate() if t.name == "bg-review"} <= before
+    assert len(hermes.provider.requests) == 1  # no review request went to the model
 
 
 def test_resume_in_a_new_agent_uses_the_stored_thread(hermes):
@@ -363,7 +433,8 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert result["codex_thread_id"] in text
     assert "codex 0.163" in text or "codex 0." in text
     assert "input 80 (cached 20, uncached 60)" in text
-    assert "context:" in text and "190000" in text
+    window = agent._config_context_length or 190_000  # Hermes' pin for this route, else codex's
+    assert "context:" in text and str(window) in text
     from hermes_codex_runtime.hermes.shared import shared_runtime
 
     pid = shared_runtime().session_for(agent).connection.pid
@@ -422,6 +493,7 @@ def test_status_lists_the_live_codex_processes(hermes):
     from hermes_codex_runtime.hermes import status
     from hermes_codex_runtime.hermes.shared import shared_runtime
 
+    hermes.configure(codex_app_server_grace=0)
     agent = hermes.agent()
     hermes.provider.enqueue(mp.text("hi"))
     agent.run_conversation("hello")

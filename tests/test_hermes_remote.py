@@ -49,10 +49,12 @@ def hermes(home: Path, *args: str, timeout: float = 120):
 
 
 def binding_of(home: Path, session_id: str) -> dict:
+    """The session's codex thread and the server that holds it, as state.db keeps them."""
     with contextlib.closing(sqlite3.connect(home / "state.db")) as db:
         row = db.execute("SELECT model_config FROM sessions WHERE id = ?",
                          (session_id,)).fetchone()
-    return json.loads(row[0]) if row and row[0] else {}
+    config = json.loads(row[0]) if row and row[0] else {}
+    return {key: config.get(key) for key in ("codex_thread_id", "codex_thread_endpoint")}
 
 
 def test_hermes_chat_on_a_remote_app_server_resumes_there_and_moves_when_it_vanishes(
@@ -110,9 +112,12 @@ def test_an_api_client_is_told_when_its_conversation_moves_to_another_app_server
                            codex_app_server_token_file=str(east.token_file))
     gateway = Gateway(home)
     try:
+        history: list[dict[str, str]] = []
+
         def run(text: str) -> tuple[str, str]:
-            run_id = gateway.call("POST", "/v1/runs", {"input": text,
-                                                       "session_id": "api-conversation"})["run_id"]
+            run_id = gateway.call("POST", "/v1/runs", {
+                "input": text, "session_id": "api-conversation",
+                "conversation_history": history})["run_id"]
             deltas, output = [], ""
             for event in gateway.events(run_id):
                 if event.get("event") == "message.delta":
@@ -124,6 +129,8 @@ def test_an_api_client_is_told_when_its_conversation_moves_to_another_app_server
         mock_provider.enqueue(mp.text("Noted: KIWI-5."))
         _, first = run("Remember KIWI-5")
         assert first == "Noted: KIWI-5."
+        history += [{"role": "user", "content": "Remember KIWI-5"},
+                    {"role": "assistant", "content": first}]  # the client goes on
         east.kill()
         mock_provider.enqueue(mp.text("Still KIWI-5."))
         streamed, output = run("And now?")

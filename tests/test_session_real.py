@@ -207,6 +207,32 @@ def test_history_seed_rides_on_a_fresh_thread_and_never_on_resume(make_runtime, 
     assert any("what is my favourite colour?" in t for t in texts)
 
 
+def test_a_stored_thread_of_other_instructions_is_not_resumed(make_runtime, mock_provider):
+    """codex's thread/resume keeps the thread's own developer instructions: a process whose
+    host prompt changed since the binding (an API client's new system message) starts a fresh
+    thread seeded with the conversation — the new prompt once, the old one nowhere."""
+    history = [{"role": "user", "content": "remember MANGO-3"},
+               {"role": "assistant", "content": "ok"}]
+    runtime, host = make_runtime(instructions="SYSTEM-A")
+    first = runtime.run_turn(Agent(), "remember MANGO-3", [])
+    assert first.ok, first.error
+    stored = host.stored
+    shut_down(runtime)
+
+    same, _ = make_runtime(instructions="SYSTEM-A", stored=stored)
+    assert same.run_turn(Agent(), "again?", history).thread_origin == "resumed"
+    shut_down(same)
+
+    changed, changed_host = make_runtime(instructions="SYSTEM-B", stored=stored)
+    mock_provider.clear()
+    turn = changed.run_turn(Agent(), "what did I ask?", history)
+    assert turn.ok and turn.thread_origin == "seeded" and turn.thread_id != first.thread_id
+    developer = " ".join(t for r, t in mock_provider.request_texts(0) if r == "developer")
+    assert developer.count("SYSTEM-B") == 1 and "SYSTEM-A" not in developer
+    assert "MANGO-3" in developer  # the conversation carried over in the seed
+    assert changed_host.stored["thread_id"] == turn.thread_id
+
+
 def test_an_unresumable_thread_starts_fresh_and_seeded(make_runtime, mock_provider):
     history = [{"role": "user", "content": "remember PINEAPPLE-7"},
                {"role": "assistant", "content": "ok"}]
@@ -273,7 +299,7 @@ def test_a_new_agent_for_the_same_conversation_resumes_the_thread_an_idle_old_on
     mock_provider.enqueue(mp.text("first"))
     old = Agent("old")
     first = runtime.run_turn(old, "hello")
-    assert first.ok and host.stored == first.thread_id
+    assert first.ok and host.stored["thread_id"] == first.thread_id
     # the host drops `old` without closing it and builds a new agent for the same conversation
     mock_provider.enqueue(mp.text("second"))
     second = runtime.run_turn(Agent("new"), "again")

@@ -38,6 +38,8 @@ from hermes_codex_runtime.wire.redact import redact
     ({"codex_app_server_max_processes": 0}, "model.codex_app_server_max_processes"),
     ({"codex_app_server_idle": -1}, "model.codex_app_server_idle"),
     ({"codex_app_server_idle": float("inf")}, "model.codex_app_server_idle"),
+    ({"codex_app_server_grace": -5}, "model.codex_app_server_grace"),
+    ({"codex_app_server_grace": "5m"}, "model.codex_app_server_grace"),
 ])
 def test_each_bad_value_names_its_key(model, key):
     with pytest.raises(SettingError, match=key.replace(".", r"\.")):
@@ -47,7 +49,10 @@ def test_each_bad_value_names_its_key(model, key):
 def test_app_server_values_become_placements(tmp_path):
     from hermes_codex_runtime.pool import PER_SESSION, SHARED
 
-    assert plugin_settings({"model": {}}).app_server is None  # shared, default caps
+    default = plugin_settings({"model": {}}).app_server
+    assert default.mode == SHARED and default.limits.idle_grace == 300  # kept warm for 5 min
+    assert plugin_settings({"model": {"codex_app_server_grace": 0}}).app_server.limits \
+        .idle_grace == 0
     assert plugin_settings({"model": {"codex_app_server": "per-session"}}).app_server.mode == \
         PER_SESSION
     shared = plugin_settings({"model": {"codex_app_server_threads": 4,

@@ -174,23 +174,18 @@ def hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def hermes_preflights_a_fresh_process() -> bool:
-    """0.19.0 estimates a resumed session's size before its first turn and compresses then;
-    the 0.22 line defers that until a provider reports real usage in this process."""
-    from hermes_codex_runtime.hermes.probe import present
-
-    return not present("agent.turn_context_compaction", "_preflight_compression")
-
-
 def test_a_resumed_chat_over_its_threshold_compacts_the_stored_thread_first(home,
                                                                             mock_provider):
-    configure(home, model={"context_length": 64000},
+    configure(home, model={"context_length": 80000},
               compression={"enabled": True, "codex_app_server_auto": "hermes"})
-    answers = {"write a lot": "lorem ipsum dolor sit amet " * 10000,  # ~68k tokens
+    # ~68k tokens: over the 68,000 threshold, within the window with the instructions and tools
+    answers = {"write a lot": ("lorem ipsum dolor sit amet " * 10100).strip(),
                "and now?": "Carrying on."}
+    sizes = {"write a lot": mp.Usage(input=11000, output=68200)}  # as a provider reports it
 
     def turn(body: dict[str, Any]) -> mp.Reply:  # anything else: codex's compaction prompt
-        return mp.text(answers.get(last_user_text(body), "SUMMARY-OF-THE-LOREM"))
+        said = last_user_text(body)
+        return mp.text(answers.get(said, "SUMMARY-OF-THE-LOREM"), usage=sizes.get(said))
 
     mock_provider.set_default(side_task_router(turn=turn))
     first = hermes(home, "chat", "-Q", "-q", "write a lot")
@@ -205,10 +200,9 @@ def test_a_resumed_chat_over_its_threshold_compacts_the_stored_thread_first(home
     assert "falling back to 256,000 tokens" not in log  # model.context_length was honoured
     resumed = [b for b in mock_provider.requests[before:] if not is_title(b)]
     [after] = [b for b in resumed if last_user_text(b) == "and now?"]
-    if not hermes_preflights_a_fresh_process():
-        assert "not anchored on real usage" in log  # the 0.22 line: nothing to do before it
-        assert "lorem ipsum dolor" in json.dumps(after["input"])  # the resumed thread
-        return
+    # the session's last real prompt usage was stored with it (the 0.22 line anchors its
+    # pre-turn estimate on it; 0.19.0 estimates from the transcript)
+    assert "not anchored on real usage" not in log
     [compact] = [b for b in resumed if last_user_text(b) not in answers]
     assert "lorem ipsum" in json.dumps(compact["input"])  # codex summarised the stored thread
     assert resumed.index(compact) < resumed.index(after)  # before the first turn

@@ -8,6 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes_codex_runtime.continuity import Binding, instructions_digest, mismatch, user_turns
 from hermes_codex_runtime.history_seed import HEADER, OMITTED, render_history_seed
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.plugins import make_plugin_manager
@@ -56,6 +57,30 @@ def test_a_turn_sums_its_responses_and_keeps_the_last_prompt():
     assert UsageAccumulator().report() is None
 
 
+# ---------------------------------------------------------------- continuity
+
+
+def test_a_thread_goes_on_unless_the_conversation_lost_turns_or_changed_instructions():
+    digest = instructions_digest("be brief")
+    same = {"bound_instructions": digest, "instructions": "be brief"}
+    assert mismatch(**same, bound_turns=3, turns=3) is None
+    assert mismatch(**same, bound_turns=3, turns=5) is None  # observed or fallback turns
+    assert "undone" in mismatch(**same, bound_turns=3, turns=2)
+    assert mismatch(**same, bound_turns=None, turns=0) is None  # an older binding
+    assert mismatch(**same, bound_turns=3, turns=None) is None  # no history told
+    assert "system prompt" in mismatch(bound_instructions=digest, bound_turns=None,
+                                       instructions="be thorough", turns=None)
+
+
+def test_a_stored_binding_is_read_from_what_hosts_store():
+    assert Binding.of("thread-1") == Binding("thread-1")
+    stored = {"thread_id": "t", "endpoint": "ws://127.0.0.1:1", "instructions": "d", "turns": 4}
+    assert Binding.of(stored).as_stored() == stored
+    assert Binding.of({"thread_id": "t", "turns": True}).turns is None  # not a count
+    assert Binding.of({"thread_id": ""}) is None and Binding.of(None) is None
+    assert user_turns([{"role": "user"}, {"role": "assistant"}, "junk", {"role": "user"}]) == 2
+
+
 # ---------------------------------------------------------------- history seed
 
 
@@ -88,6 +113,21 @@ def test_seed_keeps_the_most_recent_turns_under_the_cap():
     assert "answer 9999" in seed and "question 0\n" not in seed
     body = seed.split(OMITTED, 1)[1]
     assert body.index("question 9998") < body.index("answer 9999")  # chronological order
+
+
+def test_seed_tells_a_user_turn_repeated_back_to_back_once():
+    seed = render_history_seed([
+        {"role": "user", "content": "third question"},
+        {"role": "user", "content": "third question", "_db_persisted": True},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "noted"},
+        {"role": "user", "content": "again"},  # asked again after an answer: a turn of its own
+        {"role": "assistant", "content": "still noted"},
+        {"role": "user", "content": "the new question"},
+    ])
+    assert seed is not None
+    assert seed.count("User: third question") == 1 and seed.count("User: again") == 2
 
 
 def test_seed_of_nothing_is_none():

@@ -1,7 +1,8 @@
 """A codex turn's cost in Hermes' books: the session counters, the context compressor
-(``inputTokens`` includes cached tokens — counted once), the cost estimate, the session
-database, and the bookkeeping and ``session:compress`` event of a compaction codex did natively;
-and, for ``/codex-status``, what Hermes' own books say its side tasks used
+(``inputTokens`` includes cached tokens — counted once; the window the user configured wins
+over codex's), the usage anchor a resumed session's compression rests on, the cost estimate,
+the session database, and the bookkeeping and ``session:compress`` event of a compaction codex
+did natively; and, for ``/codex-status``, what Hermes' own books say its side tasks used
 (:func:`side_task_usage`).
 """
 
@@ -40,14 +41,14 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
     compressor = getattr(agent, "context_compressor", None)
     if compressor is not None:
         try:
+            if usage.context_window and configured_window(agent) is None:
+                adopt_window(compressor, usage.context_window)
             compressor.update_from_response({
                 "prompt_tokens": last.prompt_tokens, "completion_tokens": last.output_tokens,
                 "total_tokens": last.total_tokens, "input_tokens": last.uncached_input_tokens,
                 "output_tokens": last.output_tokens, "cache_read_tokens": last.cached_tokens,
                 "cache_write_tokens": last.cache_write_tokens,
                 "reasoning_tokens": last.reasoning_tokens})
-            if usage.context_window:
-                compressor.context_length = usage.context_window
         except Exception:
             swallowed("updating the context compressor")
     amount = None
@@ -96,6 +97,57 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
                 _record_session_model(db, session_id, usage.model)
         except Exception:
             swallowed("saving the token counts to the session database")
+
+
+def configured_window(agent: Any) -> int | None:
+    """The context window the user set — ``model.context_length``, or a custom provider's
+    ``context_length`` for the model — which wins over the one codex reports."""
+    for owner in (agent, getattr(agent, "context_compressor", None)):
+        value = getattr(owner, "_config_context_length", None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def adopt_window(compressor: Any, window: int) -> None:
+    """codex's reported window becomes the compressor's, its threshold with it: the 0.22 line
+    derives the threshold from ``context_length`` on assignment; 0.19.0 only in
+    ``update_model`` (same model and route — nothing else changes; called before this turn's
+    usage is recorded, which it would clear)."""
+    if getattr(compressor, "context_length", None) == window:
+        return
+    if isinstance(getattr(type(compressor), "context_length", None), property):
+        compressor.context_length = window
+        return
+    update = getattr(compressor, "update_model", None)
+    if callable(update):
+        update(compressor.model, window, base_url=getattr(compressor, "base_url", ""),
+               api_key=getattr(compressor, "api_key", ""),
+               provider=getattr(compressor, "provider", ""),
+               api_mode=getattr(compressor, "api_mode", ""))
+    else:
+        compressor.context_length = window
+
+
+def anchor_usage(agent: Any, usage: UsageReport | None, messages: list[Any]) -> None:
+    """The turn's last prompt usage anchored on the transcript it priced (the 0.22 line's
+    ``agent.usage_anchor``): Hermes estimates the next request as that plus what was appended
+    since, and keeps the anchor with the session, so a resumed session's compression decisions
+    rest on real usage (without it, the 0.22 line defers compression a whole turn)."""
+    if usage is None or usage.last.prompt_tokens <= 0:
+        return
+    capture = symbol("agent.usage_anchor", "capture_usage_anchor",
+                     feature="compression decisions on real usage after a codex turn")
+    install = symbol("agent.usage_anchor", "set_usage_anchor",
+                     feature="compression decisions on real usage after a codex turn")
+    if not callable(capture) or not callable(install):
+        return
+    try:
+        anchor = capture(usage.last.prompt_tokens, usage.last.output_tokens, messages)
+        if anchor is not None:
+            install(agent, anchor)
+    except Exception:
+        swallowed("anchoring the turn's usage on the transcript")
 
 
 def _record_session_model(db: Any, session_id: str, model: str) -> None:

@@ -107,10 +107,19 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                'developer instructions',
                required=True, verified=BOTH,
                when_missing="codex's own instructions only"),
+    HostSymbol('run_agent', 'AIAgent().ephemeral_system_prompt',
+               "developer instructions, after the system prompt (an API client's system message "
+               "or `instructions`, a personality, the gateway's session context)",
+               required=False, verified=BOTH,
+               when_missing='the system prompt alone'),
     HostSymbol('run_agent', 'AIAgent()._persist_user_message_idx',
                'history before this turn',
                required=True, verified=BOTH,
                when_missing='all but the last message'),
+    HostSymbol('run_agent', 'AIAgent().skip_background_review',
+               "no background review after a codex turn (cron's agents)",
+               required=False, verified='0.22.2.post1',
+               when_missing='the review follows the nudges'),
     HostSymbol('run_agent', 'AIAgent()._user_turn_count',
                'rewound for the fallback turn',
                required=True, verified=BOTH,
@@ -319,4 +328,21 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                '`last_completion_tokens`, `compression_count`, '
                '`last_compression_rough_tokens`, `awaiting_real_usage_after_compression`)',
                required=True, when_missing='`/codex-status` and the compressor miss codex usage'),
+    HostSymbol('run_agent', 'AIAgent()._config_context_length',
+               "the window the user configured (`model.context_length`, a custom provider's) "
+               "wins over the one codex reports", required=False, verified=BOTH,
+               when_missing="codex's reported window is used"),
+    HostSymbol('agent.context_compressor', 'ContextCompressor.update_model',
+               "codex's reported window becomes the compressor's threshold where "
+               '`context_length` is a plain attribute (0.19.0)', required=False, verified=BOTH,
+               when_missing='`context_length` is set, the threshold stays'),
+    HostSymbol('agent.usage_anchor', 'capture_usage_anchor',
+               "a codex turn's last prompt usage anchored on its transcript and kept with the "
+               'session (with `set_usage_anchor`): compression decisions after a resume rest '
+               'on real usage', required=False, verified='0.22.2.post1',
+               when_missing='the 0.22 line defers compression a turn after a resume (0.19.0 '
+               'estimates the resumed transcript itself)'),
+    HostSymbol('agent.usage_anchor', 'set_usage_anchor',
+               'installing and persisting the anchor', required=False,
+               verified='0.22.2.post1', when_missing='as above'),
 )

@@ -152,6 +152,16 @@ SEAM_SYMBOLS: tuple[HostSymbol, ...] = (
                'before its first turn in a process (a resumed preflight compression)',
                required=True, verified=BOTH,
                when_missing='`/compress` does not compact the codex thread'),
+    HostSymbol('agent.conversation_loop', 'build_turn_context',
+               "wrapped: a codex agent's turn keeps its user message as Hermes composes it for "
+               'the wire — memory recall, `pre_llm_call` plugin context, the gateway\'s turn '
+               'notes — which Hermes hands a codex turn without',
+               required=False, verified=BOTH,
+               when_missing='codex gets the plain user message'),
+    HostSymbol('agent.turn_context', 'compose_user_api_content',
+               'the user message with the turn\'s recall and plugin context, as Hermes sends it',
+               required=False, verified=BOTH,
+               when_missing='codex gets the plain user message'),
     # -- issue 22: Hermes' side tasks on a codex-only login
     HostSymbol('agent.auxiliary_client', 'resolve_provider_client',
                "wrapped: where Hermes finds no client for `openai-codex` and the codex runtime "

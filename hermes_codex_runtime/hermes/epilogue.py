@@ -1,7 +1,7 @@
 """What Hermes' own loop does after a turn, done for a codex turn: the projected messages spliced
-once (never the user message again) and flushed, the API call counted when codex reported no
-usage, nudge counters, external memory sync, the background review, and the ``post_llm_call`` /
-``on_session_end`` plugin hooks.
+once (never the user message again) and flushed, the usage anchored on them, the API call
+counted when codex reported no usage, nudge counters, external memory sync, the background
+review, and the ``post_llm_call`` / ``on_session_end`` plugin hooks.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_codex_runtime.hermes.accounting import record_no_usage
+from hermes_codex_runtime.hermes.accounting import anchor_usage, record_no_usage
 from hermes_codex_runtime.hermes.context import TurnState
 from hermes_codex_runtime.hermes.probe import swallowed, symbol
 from hermes_codex_runtime.hermes.tools.bridge import called
@@ -61,6 +61,7 @@ def epilogue(agent: Any, turn: TurnResult, projected: Sequence[Mapping[str, Any]
             agent._flush_messages_to_session_db(messages)
         except Exception:
             swallowed("saving the turn's messages to the session database")
+    anchor_usage(agent, turn.usage, messages)
     refused = turn.failure is not None and turn.failure.failover  # a usage limit: no answer
     if not state.usage_recorded and turn.turn_id is not None and not refused:
         record_no_usage(agent)
@@ -80,7 +81,8 @@ def epilogue(agent: Any, turn: TurnResult, projected: Sequence[Mapping[str, Any]
                      final_response=turn.final_text, interrupted=False, messages=messages)
             except Exception:
                 swallowed("the external memory sync")
-    if ok and turn.final_text and (state.should_review_memory or review_skills):
+    wanted = not getattr(agent, "skip_background_review", False)  # cron's agents say no
+    if ok and wanted and turn.final_text and (state.should_review_memory or review_skills):
         spawn = getattr(agent, "_spawn_background_review", None)
         if callable(spawn):
             try:

@@ -59,22 +59,24 @@ class HermesHost:
 
     @hookimpl
     def codex_developer_instructions(self, agent: Any) -> str | None:
-        """Hermes' composed system prompt."""
-        prompt = getattr(agent, "_cached_system_prompt", None)
-        return prompt if isinstance(prompt, str) and prompt.strip() else None
+        """What Hermes' own loop sends as the system message: its composed system prompt, then
+        the agent's ephemeral one (an API client's system message or ``instructions``, a
+        personality, the gateway's session context), never cached or saved by Hermes."""
+        return developer_instructions(agent)
 
     # ------------------------------------------------------------------ thread binding
 
     @hookimpl
-    def codex_stored_thread(self, agent: Any) -> str | dict[str, str] | None:
+    def codex_stored_thread(self, agent: Any) -> dict[str, Any] | None:
         """The codex thread bound to this Hermes session by an earlier process (with the remote
-        app-server holding it, if any)."""
+        app-server holding it, if any, and its instructions' digest)."""
         return binding.stored_thread(agent)
 
     @hookimpl
-    def codex_thread_bound(self, agent: Any, thread_id: str, endpoint: str | None) -> None:
+    def codex_thread_bound(self, agent: Any, thread_id: str, endpoint: str | None,
+                           instructions: str, turns: int | None) -> None:
         """Persist the binding with the session and in the plugin's own file."""
-        binding.bind_thread(agent, thread_id, endpoint)
+        binding.bind_thread(agent, thread_id, endpoint, instructions, turns)
 
     # ------------------------------------------------------------------ approvals & progress
 
@@ -169,6 +171,17 @@ def host_settings(fixed: Standing, *, cwd: str) -> SessionSettings:
         protect=fixed.protect,
         walls_cache=fixed.walls_cache,
     )
+
+
+def developer_instructions(agent: Any) -> str | None:
+    """Hermes' system message for ``agent``: ``_cached_system_prompt`` and
+    ``ephemeral_system_prompt``, joined as Hermes joins them at every API call."""
+    prompt = getattr(agent, "_cached_system_prompt", None)
+    text = prompt if isinstance(prompt, str) else ""
+    ephemeral = getattr(agent, "ephemeral_system_prompt", None)
+    if isinstance(ephemeral, str) and ephemeral:
+        text = (text + "\n\n" + ephemeral).strip()
+    return text if text.strip() else None
 
 
 def _thread_config(agent: Any, offer: Any) -> dict[str, Any]:

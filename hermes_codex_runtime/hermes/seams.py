@@ -11,7 +11,9 @@ swaps module attributes:
   (:mod:`.side_tasks`);
 * compression before a process's first codex turn:
   ``agent.conversation_compression._compress_context_via_codex_app_server`` gives an agent on
-  codex whose session has a stored thread its session handle first (:func:`_install_compaction`).
+  codex whose session has a stored thread its session handle first (:func:`_install_compaction`);
+* a turn's memory recall and plugin context: ``agent.conversation_loop.build_turn_context``
+  keeps the user message as Hermes would have sent it (:func:`_keep_turn_context`).
 
 Class-level wiring — ``AIAgent.steer`` delivering to the codex turn, ``close`` and
 ``release_clients`` closing the codex session (:mod:`.controls`), the background review's fork
@@ -49,6 +51,7 @@ def install(ctx: Any) -> dict[str, bool]:
 
     installed["side tasks"] = install_side_tasks()
     installed["compaction before the first turn"] = _install_compaction()
+    installed["memory recall and plugin context"] = _keep_turn_context()
     from hermes_codex_runtime.hermes.switch import install_switch
 
     installed["/codex-runtime"] = install_switch()
@@ -201,6 +204,41 @@ def follow_agent_construction() -> bool:
 
     setattr(__init__, _MARK, True)
     cls.__init__ = __init__  # type: ignore[misc]
+    return True
+
+
+def _keep_turn_context() -> bool:
+    """Hermes composes each turn's memory recall and ``pre_llm_call`` plugin context (the
+    gateway's turn notes ride along) for the user message — then hands a codex turn the plain
+    message. ``build_turn_context`` wrapped: for a codex agent the message as Hermes would
+    have sent it is kept for that turn (:func:`~.turn.keep_as_sent`)."""
+    original = symbol("agent.conversation_loop", "build_turn_context",
+                      feature="memory recall and plugin context on codex turns")
+    compose = symbol("agent.turn_context", "compose_user_api_content",
+                     feature="memory recall and plugin context on codex turns")
+    if not callable(original) or not callable(compose):
+        return False
+    if getattr(original, _MARK, False):
+        return True
+    loop = sys.modules["agent.conversation_loop"]
+
+    @functools.wraps(original)
+    def build(agent: Any, *args: Any, **kwargs: Any) -> Any:
+        built = original(agent, *args, **kwargs)
+        if getattr(agent, "api_mode", None) == "codex_app_server":
+            try:
+                from hermes_codex_runtime.hermes.turn import keep_as_sent
+
+                keep_as_sent(agent, compose(getattr(built, "user_message", None),
+                                            getattr(built, "ext_prefetch_cache", "") or "",
+                                            getattr(built, "plugin_user_context", "") or ""))
+            except Exception:
+                log.warning("codex-runtime: this turn's memory recall and plugin context "
+                            "could not be kept for codex", exc_info=True)
+        return built
+
+    setattr(build, _MARK, True)
+    loop.build_turn_context = build  # type: ignore[attr-defined]
     return True
 
 

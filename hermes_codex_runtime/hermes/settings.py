@@ -40,7 +40,10 @@ Keys (all optional):
   the session idle the longest is parked to make room;
 * ``model.codex_app_server_idle`` — seconds after which an idle session is parked (its thread
   is resumed on its next turn); default 900, ``0`` never (nor is a thread unloaded after its
-  shorter idle, see :class:`~hermes_codex_runtime.pool.PoolLimits`).
+  shorter idle, see :class:`~hermes_codex_runtime.pool.PoolLimits`);
+* ``model.codex_app_server_grace`` — seconds a shared app-server stays up after its last
+  session closed, so the next run (an API request, a cron job) reuses it; default 300, ``0``
+  ends it at once. A session of a surface that runs once ends with its run (:mod:`.lifetime`).
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
 deep inside a turn.
@@ -63,6 +66,10 @@ RUNTIME_VALUE = "codex_app_server"
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 WORKSPACE_INSTRUCTIONS = ("auto", "load")
 MAX_TURN_TIMEOUT = 86_400
+#: Seconds a shared app-server outlives its last session (``model.codex_app_server_grace``): the
+#: next run within it starts no process. An idle app-server holds no thread (each is unloaded
+#: when its session closes) and about 30 MiB.
+APP_SERVER_GRACE = 300.0
 
 
 class SettingError(ValueError):
@@ -320,9 +327,9 @@ def _paths(model: Mapping[str, Any], key: str) -> tuple[str, ...]:
 APP_SERVER_KEY = "model.codex_app_server"
 
 
-def app_server_placement(model: Mapping[str, Any]) -> Placement | None:
-    """``model.codex_app_server`` (+ its token file and thread cap) as a placement; ``None``
-    for the default (shared, default caps). Raises :class:`SettingError`."""
+def app_server_placement(model: Mapping[str, Any]) -> Placement:
+    """``model.codex_app_server`` (+ its token file, caps, idle and grace) as a placement.
+    Raises :class:`SettingError`."""
     value = model.get("codex_app_server")
     token_default = model.get("codex_app_server_token_file")
     if token_default is not None and (not isinstance(token_default, str)
@@ -339,16 +346,20 @@ def app_server_placement(model: Mapping[str, Any]) -> Placement | None:
             raise SettingError(f"model.{key} must be a whole number from {low} to {high}, got "
                                f"{number!r}")
         changes[field] = number
-    idle = model.get("codex_app_server_idle")
-    if idle is not None:
-        if isinstance(idle, bool) or not isinstance(idle, int | float) \
-                or not math.isfinite(idle) or not 0 <= idle <= MAX_TURN_TIMEOUT:
-            raise SettingError(f"model.codex_app_server_idle must be seconds from 0 (never park) "
-                               f"to {MAX_TURN_TIMEOUT}, got {idle!r}")
-        changes["idle_session"] = float(idle)
+    for key, field, zero, default in (
+            ("codex_app_server_idle", "idle_session", "never park", None),
+            ("codex_app_server_grace", "idle_grace", "end at once", APP_SERVER_GRACE)):
+        seconds = model.get(key, default)
+        if seconds is None:
+            continue
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+                or not math.isfinite(seconds) or not 0 <= seconds <= MAX_TURN_TIMEOUT:
+            raise SettingError(f"model.{key} must be seconds from 0 ({zero}) to "
+                               f"{MAX_TURN_TIMEOUT}, got {seconds!r}")
+        changes[field] = float(seconds)
     limits = dataclasses.replace(PoolLimits(), **changes)
     if value is None or value == SHARED:
-        return Placement(SHARED, limits=limits) if changes else None
+        return Placement(SHARED, limits=limits)
     if value == PER_SESSION:
         return Placement(PER_SESSION, limits=limits)
     if isinstance(value, str) and "://" not in value:

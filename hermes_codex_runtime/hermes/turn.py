@@ -7,7 +7,8 @@ saved, counters bumped, the system prompt composed, ``pre_llm_call`` fired) when
 :class:`~.context.TurnState` as its context — the hooks (:mod:`.host`) do the accounting, the
 epilogue and the fallback — and returns the chat-completions result shape, plus
 ``codex_thread_id``/``codex_turn_id`` and ``agent_persisted``. For the turn's length, Hermes'
-interrupt reaches codex through ``_active_request_abort`` (:mod:`.controls`). It never raises: a
+interrupt reaches codex through ``_active_request_abort`` (:mod:`.controls`); an agent that runs
+once (:mod:`.lifetime`) has its codex session closed when the turn ends. It never raises: a
 failure is a partial result that says how to get going again.
 """
 
@@ -20,6 +21,7 @@ from hermes_codex_runtime.hermes import approvals, controls
 from hermes_codex_runtime.hermes.commands import remember_agent
 from hermes_codex_runtime.hermes.context import TurnState
 from hermes_codex_runtime.hermes.fallback import has_fallback
+from hermes_codex_runtime.hermes.lifetime import ends_with_run
 from hermes_codex_runtime.hermes.notify import take_undelivered
 from hermes_codex_runtime.hermes.shared import reap_orphans_once, shared_runtime
 from hermes_codex_runtime.hermes.wording import setup_failed, user_facing_error
@@ -109,6 +111,19 @@ def prepare_first_turn(agent: Any) -> None:
     shared_runtime().prewarm(agent)
 
 
+def keep_as_sent(agent: Any, composed: Any) -> None:
+    """This turn's user message with its memory recall and plugin context, as Hermes composed
+    it (``None``: nothing to add) — for :func:`_as_sent`, overwritten by every turn."""
+    agent._codex_user_message_as_sent = composed if isinstance(composed, str) else None
+
+
+def _as_sent(agent: Any, user_message: Any) -> Any:
+    composed = getattr(agent, "_codex_user_message_as_sent", None)
+    agent._codex_user_message_as_sent = None
+    return composed if isinstance(composed, str) and composed and \
+        isinstance(user_message, str) else user_message
+
+
 def _failed(messages: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
     error = f"{type(exc).__name__}: {exc}"
     return {"final_response": setup_failed(error),
@@ -136,7 +151,7 @@ def _run_turn(agent: Any, state: TurnState) -> dict[str, Any]:
             log.debug("codex-runtime: stream tracking reset failed", exc_info=True)
     index = getattr(agent, "_persist_user_message_idx", None)
     history = messages[:index] if isinstance(index, int) else messages[:-1]
-    user_message = state.user_message
+    user_message = _as_sent(agent, state.user_message)
     try:
         if getattr(agent, "_interrupt_requested", False):
             abort()  # interrupted before the turn started: it does not start
@@ -146,6 +161,8 @@ def _run_turn(agent: Any, state: TurnState) -> dict[str, Any]:
         elif steer is not None:
             controls.restore_pending_steer(agent, steer)  # not a text turn: keep it for later
         turn = runtime.run_turn(agent, user_message, history, context=TurnContext(host=state))
+        if ends_with_run(agent):
+            runtime.close(agent)  # the run is over: its session with it, the process kept warm
         agent._codex_session = controls.CodexSessionHandle(agent) \
             if runtime.session_for(agent) is not None and not turn.should_retire else None
         if isinstance(turn.fallback, dict):

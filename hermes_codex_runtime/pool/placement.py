@@ -41,10 +41,11 @@ class PoolLimits:
     #: follows the sessions that are busy, not every session it ever served. A process whose
     #: threads are all loaded also unloads the idle-longest one to seat a new session.
     idle_thread: float = 30.0
-    #: A shared process outlives its last session this long. 0 by default: where codex keeps
-    #: an unsubscribed thread loaded (its writer lock held) — a remote app-server, or a user's
-    #: own ``thread_unload_delay_secs`` — a process lingering without sessions would keep another
-    #: process (``hermes chat --resume``) from resuming its threads.
+    #: A shared process (or an endpoint's connection) outlives its last session this long, so
+    #: the next session starts no process. Only where codex unloads a closed session's thread
+    #: at once (the runtime's ``thread_unload_delay_secs=0``): a process lingering with a
+    #: user's own delay would keep another process (``hermes chat --resume``) from resuming its
+    #: threads, so it ends at once. 0 here; a host chooses its own (Hermes: 300 s).
     idle_grace: float = 0.0
 
 

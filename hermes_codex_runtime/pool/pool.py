@@ -188,8 +188,11 @@ class ServerPool:
     def _start_shared(self, key: tuple[Any, ...], options: SpawnOptions,
                       limits: PoolLimits) -> SharedServer:
         shared = dataclasses.replace(options, cwd=None)  # threads carry their own cwd
-        return self._start(key, lambda: launch(self._spawn, shared), grace=limits.idle_grace,
-                           unloads=unloads_at_once(options.extra_args),
+        unloads = unloads_at_once(options.extra_args)
+        # a process whose closed sessions' threads stay loaded (the user's own
+        # thread_unload_delay_secs) would keep another process from resuming them: no grace
+        return self._start(key, lambda: launch(self._spawn, shared),
+                           grace=limits.idle_grace if unloads else 0.0, unloads=unloads,
                            unload_after=unload_after(limits))
 
     @staticmethod
