@@ -13,7 +13,7 @@ import logging
 import sqlite3
 from typing import Any
 
-from hermes_codex_runtime.hermes.probe import swallowed, symbol
+from hermes_codex_runtime.hermes.probe import present, swallowed, symbol
 from hermes_codex_runtime.usage import UsageReport
 from hermes_codex_runtime.values import TurnResult
 
@@ -134,8 +134,9 @@ def anchor_usage(agent: Any, usage: UsageReport | None, messages: list[Any]) -> 
     ``agent.usage_anchor``): Hermes estimates the next request as that plus what was appended
     since, and keeps the anchor with the session, so a resumed session's compression decisions
     rest on real usage (without it, the 0.22 line defers compression a whole turn)."""
-    if usage is None or usage.last.prompt_tokens <= 0:
-        return
+    if usage is None or usage.last.prompt_tokens <= 0 or \
+            not present("agent.usage_anchor", "set_usage_anchor"):
+        return  # 0.19.0 has no anchor: it estimates from the transcript, nothing to keep
     capture = symbol("agent.usage_anchor", "capture_usage_anchor",
                      feature="compression decisions on real usage after a codex turn")
     install = symbol("agent.usage_anchor", "set_usage_anchor",
