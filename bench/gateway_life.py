@@ -218,7 +218,7 @@ def sequential_targets(sequential: dict[str, list[dict[str, Any]]]) -> list[dict
         return []
     return [{"name": "a long-lived gateway's sequential run ≤ Hermes' own runtime's",
              "figure": round(ours / builtin, 2), "limit": 1.0, "met": ours <= builtin,
-             "detail": f"{ours} ms vs {builtin} ms; codex app-servers {ours_servers} vs "
+             "detail": f"{ours:.1f} ms vs {builtin:.1f} ms; codex app-servers {ours_servers} vs "
                        f"{builtin_servers}"}]
 
 

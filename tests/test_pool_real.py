@@ -4,11 +4,13 @@ Each test ends with the wire checked clean (schema-valid, nothing codex would ig
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import statistics
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from support import Agent, alive, shut_down, total_rss, wait_for
@@ -467,14 +469,19 @@ def test_the_next_agent_at_a_collected_agents_address_gets_a_session_of_its_own(
     first = Agent("first")
     assert runtime.run_turn(first, "hello").final_text == "first"
     host.agents.clear()  # the host keeps no reference (as the gateway's API server)
-    address, dropped = id(first), runtime.session_for(first)
+    address, dropped, gone = id(first), runtime.session_for(first), weakref.ref(first)
     del first
-    successor = None
-    for _ in range(10_000):  # bounded: CPython hands the freed block out again at once
+    # freed once nothing holds it (a worker thread may still, for a moment): then its block is
+    # the next one handed out
+    assert wait_for(lambda: gc.collect() >= 0 and gone() is None, timeout=15)
+    successor, held = None, []
+    for _ in range(50_000):  # bounded: the freed block is among the next free ones of its size
         candidate = Agent("next")
         if id(candidate) == address:
             successor = candidate
             break
+        held.append(candidate)  # kept, so the next candidate takes another free block
+    del held
     assert successor is not None, "no object took the dropped agent's address"
     assert wait_for(lambda: dropped.retired, timeout=15)  # the dropped agent's session closed
     assert runtime.session_for(successor) is None  # nothing inherited
