@@ -2,7 +2,8 @@
 #   make demo    a real codex turn on the bundled mock provider (no credentials, no network)
 #   make test    lint + the whole test suite on both host lines and both codex versions
 #                (real codex binaries, real Hermes hosts)
-# Both create .venv and install the extras on first use.
+# Both create .venv and install the extras on first use; only `make test` installs anything
+# outside the checkout (tmux and chromium, as root with apt: see `tools`).
 
 VENV    ?= .venv
 # Hermes 0.19.0 supports Python 3.11–3.13: take the first interpreter in that range.
@@ -30,19 +31,22 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) tools
 
-# The interactive-CLI test drives Hermes in tmux, and the replay pages are tested in a real
-# headless Chromium (Debian's package): install them where we can (root + apt).
+# Tests only: the interactive-CLI test drives Hermes in tmux, and the replay pages are tested in
+# a real headless Chromium (Debian's package). As root with apt they are installed as system
+# packages, saying so first; otherwise the note says what the tests will lack.
 tools:
 	@missing=""; command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	      echo "installing$$missing (the interactive CLI and browser tests need them)"; \
-	      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
-	        >/dev/null 2>&1 || true; \
+	      echo "make test: installing system packages$$missing with apt-get (the interactive" \
+	           "CLI and browser tests need them; the demo does not)"; \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	        --no-install-recommends $$missing || true; \
 	    else echo "note: missing$$missing; the interactive CLI / browser tests need them"; fi; fi
 
-demo: setup
+# The demo needs the venv only: nothing is installed outside the checkout (`tools` is for tests).
+demo: $(STAMP)
 	$(VENV)/bin/hermes-codex-runtime demo
 
 lint: setup

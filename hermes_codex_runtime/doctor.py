@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from hermes_codex_runtime.protocol import invalid_configuration, login_missing
@@ -76,6 +77,14 @@ def check_binary(setting: str | None, wording: Wording = Wording()) -> tuple[Che
                                                             wording.binary_setting)
         fix = (f"Point {wording.binary_setting} at the codex executable, or install the tested "
                f"codex: `{wording.install_codex}`.")
+        if setting and "older than" not in problem:
+            try:  # the setting is what is wrong: without it, the plugin finds its own codex
+                found = resolve_codex_binary(None)
+            except WireError:
+                found = None
+            if found is not None:
+                fix = (f"Remove {wording.binary_setting} to use the {found.source} codex at "
+                       f"{found.path}, or point it at an existing codex executable.")
         own = getattr(exc, "fix", "")
         if own and "Install codex" not in own:  # a fix for THIS problem (e.g. chmod +x)
             fix = f"{own} {fix}"
@@ -143,7 +152,9 @@ def check_app_server(binary: CodexBinary, codex_home: str | None,
                                 f"Fix {home}/config.toml — until then codex ignores ALL of it "
                                 "and falls back to its defaults (and the OpenAI provider)."))
         else:
-            checks.append(Check("codex config", OK, f"{home}/config.toml is valid"))
+            config = Path(home) / "config.toml"
+            checks.append(Check("codex config", OK, f"{config} is valid" if config.is_file()
+                                else f"no {config}: codex's defaults"))
         checks.append(_login_check(account, wording))
     finally:
         conn.close()

@@ -34,6 +34,26 @@ def test_the_readme_table_is_generated_from_a_committed_run_file():
         assert report["flood_delivery"][client]["whole"], client
 
 
+#: A measured figure in prose: a ratio, a time in ms, a memory size, a rate.
+FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:×| ?(?:ms|MiB|GiB|deltas/s)\b)")
+
+
+def test_every_figure_in_the_readme_prose_is_one_of_the_committed_runs():
+    """Hand-copied figures drift from the run they came from: outside the generated block (and
+    the compatibility table, a dated record of `make test`), a measured figure in the README
+    must be one the generated block shows."""
+    readme = (ROOT / "README.md").read_text()
+    begin = readme.index("<!-- BEGIN generated from")
+    end = readme.index("<!-- END generated benchmarks -->")
+    generated, prose = readme[begin:end], readme[:begin] + readme[end:]
+    table = re.search(r"<!-- compatibility table.*?\n\n", prose, re.S)
+    if table:
+        prose = prose.replace(table.group(0), "")
+    shown = {m.replace(" ", "") for m in FIGURE.findall(generated)}
+    stray = sorted({m for m in FIGURE.findall(prose) if m.replace(" ", "") not in shown})
+    assert not stray, f"README figures not in the committed run's block: {stray}"
+
+
 def test_the_flood_check_catches_lost_text():
     run = bench_run()
     whole = {"delivered_chars": 200_000, "expected_chars": 200_000}

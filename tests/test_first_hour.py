@@ -80,6 +80,9 @@ def test_doctor_into_a_pipe_closed_early_ends_without_a_traceback(home):
     ({}, {"openai_runtime": "codex_appserver"}, "openai_runtime",
      "did you mean 'codex_app_server'?"),
     ({}, {"codex_app_server": "sharde"}, "plugin settings", "did you mean 'shared'?"),
+    ({}, {"codex_turn_timout": 60}, "plugin settings",
+     "did you mean 'model.codex_turn_timeout'?"),
+    ({}, {"default": "anthropic/claude-sonnet-4"}, "model", "is not an OpenAI model"),
 ])
 def test_each_bad_value_is_named_with_its_near_miss_and_the_real_file(home, approvals, model,
                                                                       check, words):
@@ -94,12 +97,16 @@ def test_each_bad_value_is_named_with_its_near_miss_and_the_real_file(home, appr
     assert "~/.hermes" not in proc.stdout
 
 
-def test_a_runtime_typo_is_told_when_a_turn_would_silently_use_another_runtime(home):
-    write_config(home, base_config(codex_home=str(home.parent / "codex-home"),
-                                   openai_runtime="codex_appserver"))
-    proc = subprocess.run([HERMES, "chat", "-Q", "-q", "hello"], env=hermes_env(home),
+def chat_once(home: Path, **model: object) -> subprocess.CompletedProcess[str]:
+    """``hermes chat -Q -q hello`` on the test config with ``model`` keys changed."""
+    write_config(home, base_config(codex_home=str(home.parent / "codex-home"), **model))
+    return subprocess.run([HERMES, "chat", "-Q", "-q", "hello"], env=hermes_env(home),
                           capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL, cwd=str(home))
+
+
+def test_a_runtime_typo_is_told_when_a_turn_would_silently_use_another_runtime(home):
+    proc = chat_once(home, openai_runtime="codex_appserver")
     assert "model.openai_runtime is 'codex_appserver'" in proc.stderr
     assert "did you mean 'codex_app_server'?" in proc.stderr
 
@@ -116,7 +123,7 @@ def test_enable_and_disable_change_only_their_keys_and_keep_a_backup(tmp_path):
     os.chmod(home / "config.yaml", 0o640)
 
     shown = run("enable", "--print", home=home)
-    assert shown.returncode == 0 and "plugins.enabled: + codex-runtime" in shown.stdout
+    assert shown.returncode == 0 and "plugins.enabled: add codex-runtime" in shown.stdout
     assert (home / "config.yaml").read_text() == original  # --print writes nothing
 
     enabled = run("enable", home=home)
@@ -141,6 +148,56 @@ def test_enable_and_disable_change_only_their_keys_and_keep_a_backup(tmp_path):
     assert data["plugins"]["enabled"] == ["other-plugin"]
     assert data["model"]["openai_runtime"] == "auto"
     assert "Hermes' own runtime" in disabled.stdout and "pip uninstall" in disabled.stdout
+
+
+OPENROUTER = ("# my Hermes, on OpenRouter\nmodel:\n  provider: openrouter  # my key is in .env\n"
+              "  default: anthropic/claude-sonnet-4\n  base_url: https://openrouter.ai/api/v1\n"
+              "display:\n  skin: mono\n")
+
+
+def test_enable_on_another_provider_asks_consent_and_disable_puts_it_back(tmp_path):
+    """Most operators have a provider set. ``enable`` alone says what codex takes and changes
+    nothing; ``--provider`` takes it (the old provider and model kept as the fallback), doctor
+    then passes its config checks; ``disable`` restores what it replaced."""
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    (home / "config.yaml").write_text(OPENROUTER)
+    refused = run("enable", home=home)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "nothing changed" in refused.stdout and "'openrouter'" in refused.stdout
+    assert "enable --provider" in refused.stdout and "new messages run on codex" \
+        not in refused.stdout
+    assert (home / "config.yaml").read_text() == OPENROUTER and not list(home.glob("*.bak-*"))
+
+    taken = run("enable", "--provider", home=home)
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    data = yaml.safe_load((home / "config.yaml").read_text())
+    model = data["model"]
+    assert model["provider"] == "openai-codex" and model["openai_runtime"] == "codex_app_server"
+    assert model["default"] and "claude" not in model["default"]  # Hermes' own codex default
+    assert "base_url" not in model
+    assert data["fallback_providers"][0] == {"provider": "openrouter",
+                                             "model": "anthropic/claude-sonnet-4",
+                                             "base_url": "https://openrouter.ai/api/v1"}
+    assert f"model.default: anthropic/claude-sonnet-4 → {model['default']}" in taken.stdout
+    doctor = checks_of(run("doctor", "--json", home=home))
+    assert doctor["activation"]["status"] == "ok" and doctor["model"]["status"] == "ok", doctor
+
+    disabled = run("disable", home=home)
+    assert disabled.returncode == 0, disabled.stdout
+    data = yaml.safe_load((home / "config.yaml").read_text())
+    assert data["model"] == {"provider": "openrouter", "default": "anthropic/claude-sonnet-4",
+                             "base_url": "https://openrouter.ai/api/v1",
+                             "openai_runtime": "auto"}
+    assert not data.get("fallback_providers") and "codex-runtime" not in data["plugins"]["enabled"]
+
+
+def test_a_non_openai_model_fails_the_codex_turn_at_once_with_the_fix(home):
+    """Hermes strips ``anthropic/`` on openai-codex: codex would be sent ``claude-sonnet-4``."""
+    proc = chat_once(home, default="anthropic/claude-sonnet-4")
+    told = proc.stdout + proc.stderr
+    assert "'anthropic/claude-sonnet-4' is not an OpenAI model" in told, told[-3000:]
+    assert "model.codex_model" in told
 
 
 # ------------------------------------------------------------------ codex: login, network
@@ -238,6 +295,13 @@ def test_try_serves_a_playground_for_your_own_hermes_chat(tmp_path):
                               capture_output=True, text=True, timeout=120,
                               stdin=subprocess.DEVNULL, cwd=str(tmp_path))
         assert "You said: hello playground" in chat.stdout, chat.stdout + chat.stderr
+        # a command that asks first, where no prompt can be shown: declined at once, and the
+        # model's answer says so
+        asked = subprocess.run([HERMES, "chat", "-Q", "-q", "run touch made-it"], env=env,
+                               capture_output=True, text=True, timeout=100,
+                               stdin=subprocess.DEVNULL, cwd=str(tmp_path))
+        assert "It was declined, so nothing ran" in asked.stdout, asked.stdout + asked.stderr
+        assert "cannot show an approval prompt" in asked.stderr
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         rest = proc.communicate(timeout=30)[0]

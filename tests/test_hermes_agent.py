@@ -515,7 +515,7 @@ def test_status_lists_the_live_codex_processes(hermes):
 
 def test_hermes_model_choice_and_model_switch_choose_codex_model(hermes):
     """model.default and /model pick the model codex runs (turn/start carries it), unless
-    model.codex_model pins one; an aggregator-style name is not sent."""
+    model.codex_model pins one; another vendor's model fails the turn before codex sees it."""
     agent = hermes.agent(model="gpt-from-hermes-config")
     hermes.provider.enqueue(mp.text("one"), mp.text("two"), mp.text("three"))
     first = agent.run_conversation("one")
@@ -528,9 +528,11 @@ def test_hermes_model_choice_and_model_switch_choose_codex_model(hermes):
     assert hermes.provider.requests[-1]["model"] == "gpt-switched-by-slash-model"
     assert second["model"] == "gpt-switched-by-slash-model"
     assert second["final_response"] == "two"
-    agent.model = "anthropic/claude-something"  # not a codex model: never sent to codex
-    agent.run_conversation("three", conversation_history=second["messages"])
-    assert hermes.provider.requests[-1]["model"] != "anthropic/claude-something"
+    agent.model = "anthropic/claude-something"  # another vendor's: the turn fails with the fix
+    before = len(hermes.provider.requests)
+    third = agent.run_conversation("three", conversation_history=second["messages"])
+    assert len(hermes.provider.requests) == before  # nothing reached codex's provider
+    assert "'anthropic/claude-something' is not an OpenAI model" in str(third)
 
 
 def test_an_agent_the_host_drops_without_closing_it_is_collected_and_its_session_closed(

@@ -65,6 +65,20 @@ def test_hermes_chat_answers_through_codex_and_resume_reuses_the_thread(home, mo
     assert not any("already happened" in t for t in texts)  # resumed, not re-seeded
 
 
+def test_hermes_chat_q_declines_an_approval_at_once_and_says_why(home, mock_provider):
+    """``hermes chat -q`` never shows a prompt: a request that needs a person is declined at
+    once with the reason on stderr, not after a silent wait for the prompt's timeout."""
+    configure(home, approvals={"mode": "manual", "timeout": 90})
+    mock_provider.enqueue(mp.exec_command("echo ran-outside > outside.txt", escalated=True),
+                          mp.text("It was declined."))
+    started = time.monotonic()
+    proc = hermes(home, "chat", "-Q", "-q", "run it outside the sandbox")
+    assert chat_finished(proc), proc.stderr
+    assert time.monotonic() - started < 90  # the prompt's timeout never waited out
+    assert "cannot show an approval prompt, so it was declined" in proc.stderr
+    assert "It was declined." in proc.stdout and not (home / "outside.txt").exists()
+
+
 def test_a_cron_job_runs_through_codex_with_cron_approvals(home, mock_provider):
     configure(home, approvals={"mode": "manual", "cron_mode": "deny"})
     created = hermes(home, "cron", "create", "every 1h", "Report the disk usage",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import types
 
 import pytest
 from hermes_env import bind_session_key, unbind_session_key
@@ -162,6 +163,8 @@ def test_an_interrupted_turn_dismisses_its_cli_prompt(hermes, monkeypatch):
 
     hermes.configure(approvals={"mode": "manual", "timeout": 60})
     app = hermes_cli_app.HermesCLI()
+    # its interactive application, running as in `hermes chat` (never under `-q`)
+    app._app = types.SimpleNamespace(invalidate=lambda: None)
     set_approval_callback(app._approval_callback)  # what the interactive CLI installs
     agent = hermes.agent()
     hermes.provider.enqueue(mp.exec_command("echo never-run", escalated=True), mp.text("x"))

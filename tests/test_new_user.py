@@ -75,18 +75,18 @@ def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
     user_bin.mkdir(parents=True)
     (user_bin / "hermes").symlink_to(venv / "bin" / "hermes")
 
-    # what a Hermes user has already: their config.yaml, and codex's config (here: the mock,
-    # which wants the codex login's key as its bearer token)
+    # what a Hermes user has already: their config.yaml — with comments, on another provider
+    # with a vendor/model name, its key in .env — and codex's config (here: the mock, which
+    # wants the codex login's key as its bearer token)
     key = "sk-new-user-" + os.urandom(6).hex()
     hermes_home = user / ".hermes"
     write_offline_caches(hermes_home)
-    (hermes_home / "config.yaml").write_text(yaml.safe_dump({
-        "model": {"provider": "openai-codex", "default": "mock-model",
-                  "context_length": 200000},
-        "security": {"allow_lazy_installs": False},
-        "display": {"skin": "default"},
-        "telemetry": {"shared_metrics": {"enabled": False, "send": False, "offer_version": 2}},
-    }))
+    (hermes_home / "config.yaml").write_text(
+        "# my Hermes\nmodel:\n  provider: openrouter   # the key is in .env\n"
+        "  default: anthropic/claude-sonnet-4\n  context_length: 200000\n"
+        "security:\n  allow_lazy_installs: false\ndisplay:\n  skin: default\n"
+        "telemetry:\n  shared_metrics: {enabled: false, send: false, offer_version: 2}\n")
+    (hermes_home / ".env").write_text("OPENROUTER_API_KEY=sk-or-not-used-offline\n")
     bundled = resolve_codex_binary(None, environ={"PATH": ""})
     with mp.MockResponsesProvider(required_key=key) as provider:
         prepare_codex_home(user / ".codex", provider.base_url, codex_bin=bundled.path,
@@ -120,6 +120,11 @@ def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
     assert str(venv) in checks["codex binary"]["detail"]  # the codex [codex] installed there
     config = yaml.safe_load((hermes_home / "config.yaml").read_text())
     assert config["display"] == {"skin": "default"}  # the user's own settings are kept
+    # their provider and model: the fallback where a usage limit sends a turn
+    assert config["fallback_providers"] == [{"provider": "openrouter",
+                                             "model": "anthropic/claude-sonnet-4"}]
+    assert config["model"]["provider"] == "openai-codex"
+    assert "claude" not in config["model"]["default"]
     assert list(hermes_home.glob("config.yaml.bak-*"))
 
     # the README's other way in: the checkout itself

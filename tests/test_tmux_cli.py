@@ -30,7 +30,9 @@ def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, m
     mock_provider.enqueue(mp.exec_command("echo tmux-approved-once", escalated=True),
                           mp.text("First command done."),
                           mp.exec_command("echo tmux-should-not-run", escalated=True),
-                          mp.text("Second command declined."))
+                          mp.text("Second command declined."),
+                          mp.apply_patch(mp.add_file_patch("boxed.txt", ["one", "two"])),
+                          mp.text("File written."))
     tmux = Tmux([HERMES, "chat"], hermes_env(home), tmp_path)
     try:
         tmux.wait_for("Type your message")
@@ -46,12 +48,25 @@ def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, m
         time.sleep(0.3)
         tmux.keys("Enter")
         tmux.wait_for("Second command declined.")  # (did it run? the provider's log says, below)
+        tmux.say("Write a file")
+        tmux.wait_for("boxed.txt")
+        screen = tmux.wait_for("Allow once", after=0)
+        box = screen.splitlines()
+        top = max(i for i, line in enumerate(box) if "╭" in line)
+        bottom = next(i for i in range(top, len(box)) if "╰" in box[i])
+        inside = [line.strip() for line in box[top + 1:bottom]]
+        # the file change's prompt keeps its border: one field per line, no diff inside
+        assert all(line.startswith("│") and line.endswith("│") for line in inside), screen
+        assert any("boxed.txt" in line for line in inside), screen
+        tmux.keys("Enter")  # 1. Allow once
+        tmux.wait_for("File written.")
         tmux.keys("/exit", "Enter")
     finally:
         tmux.close()
     outputs = [json.dumps(r["input"][-1]) for r in mock_provider.requests
-               if r["input"] and r["input"][-1].get("type") == "function_call_output"]
-    assert len(outputs) == 2
+               if r["input"] and r["input"][-1].get("type") in ("function_call_output",
+                                                                "custom_tool_call_output")]
+    assert len(outputs) == 3
     assert "tmux-approved-once" in outputs[0]
     assert "tmux-should-not-run" not in outputs[1]
 

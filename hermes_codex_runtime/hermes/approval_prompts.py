@@ -43,11 +43,21 @@ class ApprovalScope:
     cron: bool
     platform: str
     protected_roots: list[str]
+    #: A CLI that cannot show a prompt (``hermes chat -q``: its interactive application never
+    #: runs, so its callback could only wait out the timeout).
+    promptless: bool = False
 
 
 #: Where Hermes keeps its approval helpers: one module in 0.19.0, split in the 0.22 line.
 APPROVAL_MODULES = ("tools.approval", "tools.approval_context", "tools.approval_detection",
                     "tools.approval_floors", "tools.approval_gateway_wait")
+
+
+def can_prompt(callback: Any) -> bool:
+    """Whether a CLI approval callback can reach a person: Hermes' CLI draws its prompt in its
+    interactive application (``HermesCLI._app``), which ``hermes chat -q`` never starts."""
+    owner = getattr(callback, "__self__", None)
+    return owner is None or not hasattr(owner, "_app") or owner._app is not None
 
 
 def find(approval: Any, name: str, feature: str = "part of Hermes' approval flow") -> Any:

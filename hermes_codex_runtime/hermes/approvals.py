@@ -58,6 +58,7 @@ from hermes_codex_runtime.hermes.approval_prompts import (
     ask_gateway,
     ask_host,
     call,
+    can_prompt,
     find,
     notifier,
 )
@@ -134,8 +135,10 @@ def capture_scope(agent: Any) -> ApprovalScope:
         roots = list(standing().protected_roots)
     except SettingError:
         roots = protected.protected_roots(hermes_home(), None)
-    return ApprovalScope(contextvars.copy_context(), session_key, cli_callback,
-                         gateway and not cron, cron, platform, roots)
+    promptless = callable(cli_callback) and not can_prompt(cli_callback)
+    return ApprovalScope(contextvars.copy_context(), session_key,
+                         None if promptless else cli_callback, gateway and not cron, cron,
+                         platform, roots, promptless)
 
 
 def _command_text(request: ApprovalRequest) -> str:
@@ -242,13 +245,17 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
             return Decision.ACCEPT  # this command only, as Hermes' own smart approvals do
         if verdict == "deny":
             return Decision.DECLINE
+    if not scope.gateway:  # the CLI's prompt box draws one line per field
+        shown_description = _one_line(shown_description)
     public = getattr(approval, "request_tool_approval", None)
     if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)):
         if request.cancelled.is_set():
             return Decision.DECLINE
         return ask_host(approval, public, scope, shown_what, shown_description, pattern, request)
     if target:
-        shown_description += f"\n(it touches {target}: approve only if you meant it)"
+        shown_description += (f"\n(it touches {target}: approve only if you meant it)"
+                              if scope.gateway else
+                              f" (it touches {target}: approve only if you meant it)")
     if auto and key and call(approval, "is_approved", key, pattern, default=False):
         return Decision.ACCEPT_FOR_SESSION
     allow_permanent = request.kind == "command" and auto
@@ -265,6 +272,8 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     else:
         log.info("codex-runtime: no one can answer codex's approval request (%s); declining",
                  request.kind)
+        if scope.promptless:
+            _tell_promptless(agent, request.kind, shown_what)
         return Decision.DECLINE
     if request.cancelled.is_set():
         return Decision.DECLINE  # the turn ended meanwhile; the session drops the answer anyway
@@ -279,6 +288,33 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
         if permanent is not None:
             call(approval, "save_permanent_allowlist", permanent)
     return decision
+
+
+def _one_line(description: str) -> str:
+    """A multi-line description (a file change's paths and diff) as one line, since the CLI's
+    prompt box draws one line per field: the headline, the paths, then the diff's first lines
+    joined by `` · ``."""
+    heads = [line.strip() for line in description.splitlines()
+             if line.strip() and not line.startswith((" ", "\t"))]
+    body = [line.strip() for line in description.splitlines()
+            if line.strip() and line.startswith((" ", "\t"))]
+    if not heads:
+        return ""
+    text = heads[0] if len(heads) == 1 else f"{heads[0].rstrip(':')}: {', '.join(heads[1:])}"
+    if body:
+        text += " — " + " · ".join(body[:12]) + (" · …" if len(body) > 12 else "")
+    return text
+
+
+def _tell_promptless(agent: Any, kind: str, what: str) -> None:
+    """At once, instead of a prompt nobody sees waiting out its timeout."""
+    from hermes_codex_runtime.hermes.notify import warn_user
+
+    asked = "to run" if kind == "command" else "for"
+    warn_user(agent, f"⚠ codex asked {asked} `{what.splitlines()[0][:200]}` outside its sandbox; "
+              "`hermes chat -q` cannot show an approval prompt, so it was declined. Run it in "
+              "an interactive `hermes chat`, or allow without asking: `--yolo` or "
+              "`approvals.mode: off`.")
 
 
 def _smart(approval: Any) -> bool:

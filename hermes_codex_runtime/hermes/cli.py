@@ -38,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
                        ("disable", "switch them off again (before you uninstall, too)")):
         switch = sub.add_parser(name, help=text, description=text)
         switch.add_argument("--print", dest="print_only", action="store_true",
-                            help="print the lines to put in config.yaml; change nothing")
+                            help="show what would change in config.yaml; change nothing")
+        if name == "enable":
+            switch.add_argument("--provider", action="store_true",
+                                help="also move model.provider (and a non-OpenAI "
+                                "model.default) to codex, keeping them as your fallback "
+                                "provider; `disable` puts them back")
     sub.add_parser("codex", help="run the codex binary (and CODEX_HOME) the plugin uses, e.g. "
                    "`codex login`", add_help=False)
     doctor = sub.add_parser("doctor", help="check codex, the login, config and Hermes")
@@ -94,7 +99,7 @@ def _dispatch(argv: list[str]) -> int:
     if command in ("enable", "disable"):
         from hermes_codex_runtime.hermes import switch
 
-        return switch.enable(args.print_only) if command == "enable" \
+        return switch.enable(args.print_only, args.provider) if command == "enable" \
             else switch.disable(args.print_only)
     if command == "doctor":
         from hermes_codex_runtime.hermes import diagnose

@@ -289,8 +289,15 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                'what "always" saves (`save_permanent_allowlist`)', required=True,
                when_missing='"always" is remembered for the session only'),
     HostSymbol('cli', 'HermesCLI', "Hermes' CLI, whose `_approval_state` a withdrawal "
-               "answers (an instance attribute, probed on the live object)",
-               required=False, when_missing='a lapsed CLI prompt waits for its timeout'),
+               "answers, and whose `_app` (its interactive application; None under `hermes "
+               "chat -q`) says whether a prompt can be shown (instance attributes, probed on "
+               "the live object)",
+               required=False, when_missing='a lapsed CLI prompt waits for its timeout; '
+               '`-q` waits out the prompt timeout'),
+    HostSymbol('hermes_cli.models', 'get_default_model_for_provider',
+               "`enable --provider`: Hermes' own default model for openai-codex, replacing "
+               "another vendor's `model.default`",
+               required=False, when_missing="that model.default is removed (codex's default)"),
     HostSymbol('hermes_cli.plugins', 'PluginContext.register_agent_runtime',
                'the preferred turn registration where a host offers a runtime registry',
                required=False, checked=False, verified='— (absent in 0.19.0 and 0.22.2.post1)',

@@ -27,6 +27,11 @@ from hermes_codex_runtime.doctor import (
 from hermes_codex_runtime.hermes import compat, fixes
 from hermes_codex_runtime.hermes.config_file import ConfigFileError, config_path, read_config_file
 from hermes_codex_runtime.hermes.fallback import host_falls_back
+from hermes_codex_runtime.hermes.model_names import (
+    codex_name,
+    foreign_model_problem,
+    foreign_vendor,
+)
 from hermes_codex_runtime.hermes.probe import find_host, present
 from hermes_codex_runtime.hermes.settings import (
     PluginSettings,
@@ -111,6 +116,7 @@ def hermes_checks() -> tuple[list[Check], PluginSettings | None]:
     checks.append(_enabled_check(config))
     checks.append(_runtime_check(model))
     checks.append(_activation_check(model))
+    checks.append(_model_check(model, settings))
     missing = compat.missing()
     if missing:
         listing = "; ".join(f"{s.module}:{s.path} ({s.feature})" for s in missing)
@@ -218,8 +224,26 @@ def _activation_check(model: dict[str, Any]) -> Check:
         return Check("activation", OK, f"provider {runtime.get('provider')!r} runs on codex")
     return Check("activation", FAIL,
                  f"provider {provider!r} resolves to api_mode {mode!r}, not codex_app_server",
-                 f"Set {fixes.config_ref('model.provider')} to openai-codex, openai-api or "
-                 "openai, or set `model.api_mode: codex_app_server`.")
+                 f"Run `{fixes.own_command()} enable --provider` (it sets "
+                 f"{fixes.config_ref('model.provider')} to openai-codex and keeps {provider!r} "
+                 "as your fallback provider), or set model.provider to openai-codex, openai-api "
+                 "or openai yourself.")
+
+
+def _model_check(model: dict[str, Any], settings: PluginSettings | None) -> Check:
+    """Does codex get a model it can run: ``model.codex_model`` if pinned, else
+    ``model.default`` — another vendor's model fails every turn."""
+    pinned = settings.codex_model if settings is not None else None
+    key, name = ("model.codex_model", pinned) if pinned else ("model.default",
+                                                              model.get("default"))
+    if not isinstance(name, str) or not name.strip():
+        return Check("model", OK, "codex's own default (model.default is not set)")
+    if foreign_vendor(name) is None:
+        return Check("model", OK, f"{key}: {codex_name(name)}")
+    return Check("model", FAIL, foreign_model_problem(name, name),
+                 f"Set {fixes.config_ref(key)} to a codex model (e.g. gpt-5.5); `"
+                 f"{fixes.own_command()} enable --provider` does it for model.default and keeps "
+                 "that model as your fallback provider's.")
 
 
 def runtime_requested_safe(model: dict[str, Any]) -> bool:

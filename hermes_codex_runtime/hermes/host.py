@@ -23,6 +23,12 @@ from hermes_codex_runtime.hermes.config_cache import Standing, standing
 from hermes_codex_runtime.hermes.context import HermesContext, state_of
 from hermes_codex_runtime.hermes.epilogue import epilogue
 from hermes_codex_runtime.hermes.events import bridge
+from hermes_codex_runtime.hermes.model_names import (
+    codex_name,
+    foreign_model_problem,
+    foreign_vendor,
+)
+from hermes_codex_runtime.hermes.settings import SettingError, model_section
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
 from hermes_codex_runtime.usage import UsageReport
@@ -50,7 +56,8 @@ class HermesHost:
         offer = tools.offered(agent) if not review_fork else None
         return dataclasses.replace(
             settings,
-            model=fixed.plugin.codex_model or hermes_model(agent),
+            model=fixed.plugin.codex_model
+            or hermes_model(agent, model_section(fixed.config).get("default")),
             sandbox="read-only" if review_fork else settings.sandbox,
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if offer is None else offer.tools,
@@ -196,21 +203,18 @@ EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high"
           "xhigh": "xhigh", "max": "xhigh", "ultra": "xhigh"}
 
 
-def hermes_model(agent: Any) -> str | None:
+def hermes_model(agent: Any, configured: object = None) -> str | None:
     """The model Hermes chose for this agent (``model.default``, or a ``/model`` switch), as codex
-    names it: an ``openai/`` aggregator prefix is dropped; any other ``vendor/model`` name is not
-    a codex model, so codex's own choice (its ``config.toml``) stands."""
+    names it: an ``openai/`` aggregator prefix is dropped. Another vendor's model
+    (``anthropic/claude-sonnet-4``, which Hermes sends as ``claude-sonnet-4``) is a
+    :class:`~.settings.SettingError` naming the fix: the turn fails at once, before codex's
+    provider refuses it. ``configured``: config.yaml's ``model.default``, for the message."""
     model = getattr(agent, "model", None)
     if not isinstance(model, str) or not model.strip():
         return None
-    model = model.strip()
-    if model.lower().startswith("openai/"):
-        model = model.split("/", 1)[1]
-    if "/" in model or not model:
-        log.info("codex-runtime: Hermes' model %r is not a codex model name; codex uses its own "
-                 "default (set model.codex_model to choose)", agent.model)
-        return None
-    return model
+    if foreign_vendor(model) is not None:
+        raise SettingError(foreign_model_problem(model, configured))
+    return codex_name(model) or None
 
 
 def codex_effort(reasoning_config: Any) -> str | None:

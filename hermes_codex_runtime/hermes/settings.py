@@ -257,9 +257,25 @@ class PluginSettings:
     workspace_instructions: str = "auto"
 
 
+#: Every ``model.codex_*`` key the plugin reads (any other is a typo, told with its near miss).
+PLUGIN_KEYS = (
+    "codex_bin", "codex_home", "codex_turn_timeout", "codex_sandbox", "codex_model",
+    "codex_model_provider", "codex_env_passthrough", "codex_command_env_passthrough",
+    "codex_deny_read", "codex_protect", "codex_workspace_instructions", "codex_app_server",
+    "codex_app_server_token_file", "codex_app_server_threads", "codex_app_server_grace",
+    "codex_app_server_max_processes", "codex_app_server_idle",
+)
+
+
 def plugin_settings(config: Mapping[str, Any] | None = None) -> PluginSettings:
     """Validate and return the plugin's keys. Raises :class:`SettingError`."""
     model = model_section(config)
+    unknown = [key for key in model if isinstance(key, str) and key.startswith("codex_")
+               and key not in PLUGIN_KEYS]
+    if unknown:
+        hint = did_you_mean(unknown[0], PLUGIN_KEYS).replace(" 'codex_", " 'model.codex_")
+        raise SettingError(f"model.{unknown[0]} is not a setting of the plugin{hint} (the "
+                           "README's Configuration reference lists them all)")
     codex_bin = model.get("codex_bin")
     if codex_bin is not None and (not isinstance(codex_bin, str) or not codex_bin.strip()):
         raise SettingError(f"model.codex_bin must be the path of the codex executable, got "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from typing import Any
 
 from hermes_codex_runtime.hermes import fixes
@@ -28,6 +29,18 @@ from hermes_codex_runtime.hermes.config_file import (
     update_config_file,
 )
 from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.provider_switch import (
+    Mismatch,
+    default_codex_model,
+    forget_record,
+    load_record,
+    mismatch,
+    model_of,
+    provider_edit,
+    restore_edit,
+    save_record,
+    what_it_takes,
+)
 from hermes_codex_runtime.hermes.settings import (
     RUNTIME_VALUE,
     SettingError,
@@ -38,7 +51,6 @@ from hermes_codex_runtime.hermes.settings import (
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 PLUGIN_NAME = "codex-runtime"
-CODEX_PROVIDERS = ("openai-codex", "openai-api", "openai")
 _MARK = "__hermes_codex_runtime__"
 
 
@@ -55,20 +67,15 @@ def _enable_edit(data: dict[str, Any]) -> list[str]:
         enabled = plugins["enabled"] = []
     if PLUGIN_NAME not in enabled:
         enabled.append(PLUGIN_NAME)
-        lines.append(f"plugins.enabled: + {PLUGIN_NAME}")
+        lines.append(f"plugins.enabled: add {PLUGIN_NAME}")
     disabled = plugins.get("disabled")
     if isinstance(disabled, list) and PLUGIN_NAME in disabled:
         disabled.remove(PLUGIN_NAME)
-        lines.append(f"plugins.disabled: - {PLUGIN_NAME}")
-    model = data.get("model")
-    if not isinstance(model, dict):
-        model = data["model"] = {} if model is None else {"default": model}
+        lines.append(f"plugins.disabled: remove {PLUGIN_NAME}")
+    model = model_of(data)
     if model.get("openai_runtime") != RUNTIME_VALUE:
         model["openai_runtime"] = RUNTIME_VALUE
         lines.append(f"model.openai_runtime: {RUNTIME_VALUE}")
-    if not model.get("provider"):
-        model["provider"] = "openai-codex"
-        lines.append("model.provider: openai-codex")
     return lines
 
 
@@ -86,7 +93,7 @@ def _disable_edit(data: dict[str, Any]) -> list[str]:
     enabled = plugins.get("enabled") if isinstance(plugins, dict) else None
     if isinstance(enabled, list) and PLUGIN_NAME in enabled:
         enabled.remove(PLUGIN_NAME)
-        lines.append(f"plugins.enabled: - {PLUGIN_NAME}")
+        lines.append(f"plugins.enabled: remove {PLUGIN_NAME}")
     return lines
 
 
@@ -95,7 +102,7 @@ def _report(change: ConfigChange, print_only: bool, verb: str) -> None:
         print(f"nothing to change: {change.path} already has the codex runtime {verb}")
         return
     if print_only:
-        print(f"put these in {change.path} (nothing was written):")
+        print(f"what would change in {change.path} (nothing was written):")
     else:
         print(f"{change.path}: codex runtime {verb}")
     for line in change.lines:
@@ -111,7 +118,7 @@ def _edit(edit: Any, print_only: bool, verb: str) -> int:
         change = update_config_file(edit, dry_run=print_only)
     except ConfigFileError as exc:
         print(f"{fixes.SCRIPT}: {exc}\nconfig.yaml does not parse, so nothing was changed: fix "
-              "it by hand first (`hermes-codex-runtime doctor` shows where).")
+              f"it by hand first (`{fixes.own_command()} doctor` shows where).")
         return 2
     except OSError as exc:
         print(f"{fixes.SCRIPT}: could not write {config_path()}: {exc}")
@@ -120,35 +127,53 @@ def _edit(edit: Any, print_only: bool, verb: str) -> int:
     return 0
 
 
-def enable(print_only: bool = False) -> int:
-    """``hermes-codex-runtime enable``."""
-    status = _edit(_enable_edit, print_only, "on")
-    if status == 0:
-        _enable_notes()
+def enable(print_only: bool = False, provider: bool = False) -> int:
+    """``hermes-codex-runtime enable [--provider]``: the plugin and the runtime on. A config
+    whose provider or model cannot run on codex is changed only with consent (``--provider``,
+    or yes at the prompt on a terminal); otherwise nothing is written and the command says what
+    it would take (:mod:`.provider_switch`)."""
+    try:
+        found = mismatch(read_config_file() or {})
+    except ConfigFileError:
+        found = Mismatch(None, None)  # _edit reports it
+    new_model = default_codex_model() if found.model else None
+    if found and not provider:
+        if not print_only and sys.stdin.isatty() and sys.stdout.isatty():
+            answer = input(f"{what_it_takes(found, new_model)}\nSwitch now? [y/N] ")
+            provider = answer.strip().lower() in ("y", "yes")
+        if not provider:
+            print(f"{fixes.SCRIPT}: nothing changed — {what_it_takes(found, new_model)}\n"
+                  f"To run turns on codex: `{fixes.own_command()} enable --provider`.")
+            return 2
+    record: dict[str, Any] = {}
+
+    def edit(data: dict[str, Any]) -> list[str]:
+        return _enable_edit(data) + provider_edit(data, record, new_model)
+
+    status = _edit(edit, print_only, "on")
+    if status == 0 and not print_only:
+        if record:
+            save_record({**load_record(), **record})
+        print(f"next: `{fixes.login_command()}` (codex owns its login), then "
+              f"`{fixes.own_command()} doctor`; new messages run on codex from now on.")
     return status
 
 
-def _enable_notes() -> None:
-    try:
-        data = read_config_file() or {}
-    except ConfigFileError:
-        return
-    provider = str(model_section(data).get("provider") or "")
-    if provider and provider not in CODEX_PROVIDERS:
-        print(f"note: model.provider is {provider!r}; only {', '.join(CODEX_PROVIDERS)} run on "
-              "codex — pick one of them (`/model` or model.provider) to use it.")
-    print(f"next: `{fixes.login_command()}` (codex owns its login), then "
-          f"`{fixes.own_command()} doctor`; new messages run on codex from now on.")
-
-
 def disable(print_only: bool = False) -> int:
-    """``hermes-codex-runtime disable``: turns go back to Hermes' own runtime."""
-    status = _edit(_disable_edit, print_only, "off")
+    """``hermes-codex-runtime disable``: turns go back to Hermes' own runtime, with the provider
+    and model ``enable --provider`` replaced."""
+    record = load_record()
+
+    def edit(data: dict[str, Any]) -> list[str]:
+        return _disable_edit(data) + restore_edit(data, record)
+
+    status = _edit(edit, print_only, "off")
     if status == 0 and not print_only:
-        print("turns now run on Hermes' own runtime, which needs its own credential for "
-              "OpenAI (`hermes model` or `hermes auth`); the model.codex_* keys are left in "
-              "place and do nothing without the plugin. To uninstall: "
-              f"`{fixes.pip_command('uninstall hermes-codex-runtime')}`.")
+        forget_record()
+        print("turns now run on Hermes' own runtime, which needs its own credential for its "
+              "provider (`hermes model`); the model.codex_* keys are left in place and do "
+              "nothing without the plugin. To uninstall: "
+              f"`{fixes.pip_command('uninstall hermes-codex-runtime openai-codex-cli-bin')}`.")
     return status
 
 
@@ -274,8 +299,11 @@ def next_runtime() -> str:
     text = f"Hermes' own runtime (provider {provider or '?'})"
     problem = _host_runtime_problem(provider)
     if problem:
-        text += (f" — which cannot run here: {problem}. Log in for it (`hermes model`), or "
-                 "switch back with `/codex-runtime codex_app_server`")
+        problem = problem.rstrip(". ")
+        login = "" if "`hermes " in problem or "hermes auth" in problem else \
+            " Log in for it with `hermes model`, or"
+        text += (f" — which cannot run here: {problem}.{login or ' Or'} switch back with "
+                 "`/codex-runtime codex_app_server`")
     return text
 
 

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from hermes_codex_runtime.testing import mock_provider as mp
-from hermes_codex_runtime.testing.replay_script import after_tool, last_user_text
+from hermes_codex_runtime.testing.replay_script import after_tool, last_user_text, tool_output
 
 HELP = ("try: `run ls -la` (a command that asks first), `create hello.txt` (a file change), "
         "`limit` (a usage limit), or anything else (a streamed reply)")
@@ -23,6 +23,8 @@ HELP = ("try: `run ls -la` (a command that asks first), `create hello.txt` (a fi
 def agent(body: dict[str, Any]) -> mp.Reply:
     """The scripted answer to one request."""
     if after_tool(body):
+        if re.search(r"\b(rejected|declined|denied)\b", tool_output(body), re.I):
+            return mp.text("It was declined, so nothing ran and nothing changed.", deltas=4)
         return mp.text("Done — that was codex's tool, run through Hermes.", deltas=4)
     text = last_user_text(body)
     command = re.match(r"\s*run\s+(.+)", text, re.S | re.I)
