@@ -97,6 +97,19 @@ def test_each_bad_value_is_named_with_its_near_miss_and_the_real_file(home, appr
     assert "~/.hermes" not in proc.stdout
 
 
+def test_a_wrong_codex_bin_is_one_clear_line_whose_fix_is_the_bundled_codex(home):
+    write_config(home, base_config(codex_home=str(home.parent / "codex-home"),
+                                   codex_bin="/nonexistent/codex"))
+    proc = run("doctor", "--json", home=home)
+    checks = checks_of(proc)
+    binary = checks["codex binary"]
+    assert binary["status"] == "fail" and "/nonexistent/codex" in binary["detail"]
+    assert binary["fix"].startswith("Remove `model.codex_bin`") and "bundled codex at /" \
+        in binary["fix"] and "pip install" not in binary["fix"]
+    assert checks["sandbox walls"]["status"] == "warn"  # not a second report of the same cause
+    assert proc.stderr.strip() == "", proc.stderr
+
+
 def chat_once(home: Path, **model: object) -> subprocess.CompletedProcess[str]:
     """``hermes chat -Q -q hello`` on the test config with ``model`` keys changed."""
     write_config(home, base_config(codex_home=str(home.parent / "codex-home"), **model))

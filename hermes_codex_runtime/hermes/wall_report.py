@@ -59,6 +59,9 @@ def doctor_checks(config: dict[str, Any], settings: PluginSettings) -> list[Chec
         checks.append(Check("sandbox walls", OK, "not sent: sessions run on the remote "
                             "app-servers of model.codex_app_server, whose sandbox is their "
                             "operator's"))
+    elif not _binary_found(settings.codex_bin):
+        checks.append(Check("sandbox walls", WARN, "not checked: there is no codex binary to "
+                            "prove them with", "Fix the codex binary line first."))
     else:
         session = SessionSettings(
             codex_bin=settings.codex_bin, codex_home=settings.codex_home, cwd=cwd,
@@ -80,6 +83,17 @@ def doctor_checks(config: dict[str, Any], settings: PluginSettings) -> list[Chec
         if exposed is not None:
             checks.append(exposed)
     return checks
+
+
+def _binary_found(setting: str | None) -> bool:
+    """Whether a codex binary resolves (a missing one is the codex binary line's to report)."""
+    from hermes_codex_runtime.wire import WireError, resolve_codex_binary
+
+    try:
+        resolve_codex_binary(setting)
+    except WireError:
+        return False
+    return True
 
 
 def _config_file() -> Path:
