@@ -18,7 +18,7 @@ STAMP    = $(VENV)/.installed-test
         compat-manifest codex-npm
 
 # An editable install has no wheel root: the start-up hook the wheel puts into site-packages
-# (hermes_codex_runtime/hermes/early.py) is copied there by hand, so the dev venvs run as a
+# (hermes_codex_runtime/hermes/installing/early.py) is copied there by hand, so the dev venvs run as a
 # user's install does.
 export INSTALL_PTH = import shutil, sysconfig; shutil.copy('hermes_codex_runtime/hermes/hermes_codex_runtime.pth', sysconfig.get_paths()['purelib'])
 
@@ -153,9 +153,9 @@ $(WHEELHOUSE)/.ready-022: | setup-022
 wheelhouse-019: $(WHEELHOUSE)/.ready-019
 wheelhouse-022: $(WHEELHOUSE)/.ready-022
 
-# COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/compat.py.
+# COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/symbols/table.py.
 compat-manifest: setup
-	$(PY) -m hermes_codex_runtime.hermes.compat --write COMPAT_MANIFEST.md
+	$(PY) -m hermes_codex_runtime.hermes.symbols.table --write COMPAT_MANIFEST.md
 
 bench: setup
 	$(PY) bench/run.py

@@ -339,7 +339,7 @@ def fleet_home(path: Path, codex_home: Path, layout: str, *, gateway: bool = Fal
     per-session), or Hermes' own codex runtime (builtin, the plugin not enabled)."""
     import yaml
 
-    from hermes_codex_runtime.hermes.offline import write_offline_caches
+    from hermes_codex_runtime.hermes.commands.offline import write_offline_caches
 
     path.mkdir(parents=True)
     model: dict[str, Any] = {"provider": "openai-codex", "default": "mock-model",
@@ -396,7 +396,7 @@ class Bench:
         return path
 
     def codex_home(self, where: Path) -> Path:
-        from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+        from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
         return prepare_codex_home(where / "codex-home", self.provider_url,
                                   codex_bin=self.codex_bin)
@@ -816,7 +816,7 @@ def run_all(codex_bin: str, *, scenarios: Sequence[str] | None = None,
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The fleet ``scenarios`` (default: what ``BENCH_FLEET_SCENARIOS`` names, else all) with
     the N and layouts the environment asks for: ``{"fleet", "remote", "targets"}``."""
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     say = progress or (lambda text: print(text, flush=True))
     ns = [int(n) for n in env_list("BENCH_FLEET_N", "1,8,32")]

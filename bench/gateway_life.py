@@ -70,7 +70,7 @@ def app_server_pids(pid: int) -> set[int]:
 
 
 def _host() -> str:
-    from hermes_codex_runtime.hermes.probe import find_host
+    from hermes_codex_runtime.hermes.symbols.probe import find_host
 
     host = find_host()
     return f"{host.distribution} {host.version}" if host else "no Hermes"
@@ -351,7 +351,7 @@ def main(argv: list[str]) -> int:
         "SOAK_SESSIONS", "1000")))
     parser.add_argument("--batch", type=int, default=8)
     args = parser.parse_args(argv)
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
     from hermes_codex_runtime.wire import resolve_codex_binary
 
     codex_bin = args.codex_bin or resolve_codex_binary().path

@@ -54,7 +54,7 @@ def run_host_tool_bench(codex_bin: str) -> dict[str, Any]:
 def _hermes_home(root: Path, codex_home: Path) -> Path:
     import yaml
 
-    from hermes_codex_runtime.hermes.offline import write_offline_caches
+    from hermes_codex_runtime.hermes.commands.offline import write_offline_caches
 
     home = root / "hermes-home"
     home.mkdir()
@@ -109,9 +109,9 @@ def _median(values: list[float]) -> float:
 
 def child(codex_bin: str, out: Path, tmp: str) -> None:
     """Measure, in this process (Hermes imported here), and write the figures to ``out``."""
-    from hermes_codex_runtime.testing import mock_provider as mp
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-    from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer, ToolCall
+    from hermes_codex_runtime.offline import provider as mp
+    from hermes_codex_runtime.offline.chat import ChatCompletionsServer, ToolCall
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     reps = int(os.environ.get("BENCH_TOOLS_REPS", "20"))
     root = Path(tmp)

@@ -198,9 +198,9 @@ def render_lines(knee: Mapping[str, Any] | None) -> list[str]:
 
 def run_knee(codex_bin: str, *, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Escalate the levels the environment asks for until one collapses."""
+    from hermes_codex_runtime.offline import provider as mp
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
     from hermes_codex_runtime.pool import default_threads_per_process
-    from hermes_codex_runtime.testing import mock_provider as mp
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
 
     say = progress or (lambda text: print(text, flush=True))
     levels = [int(c) for c in env_list("BENCH_KNEE_LEVELS", LEVELS)]

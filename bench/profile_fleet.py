@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     ns = [int(n) for n in args.n.split(",")]
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
     from hermes_codex_runtime.wire import resolve_codex_binary
 
     codex_bin = resolve_codex_binary().path

@@ -80,8 +80,8 @@ class DiskCounter:
 def profile(turns: int, warmup: int) -> str:
     import run as bench_run  # bench/run.py: the Hermes home the per-client bench uses
 
-    from hermes_codex_runtime.testing import mock_provider as mp
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline import provider as mp
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
     from hermes_codex_runtime.wire import resolve_codex_binary
 
     binary = resolve_codex_binary()

@@ -38,7 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hermes_codex_runtime.hermes.sessions import HermesSessions  # noqa: E402
+from hermes_codex_runtime.hermes.replay.sessions import HermesSessions  # noqa: E402
+from hermes_codex_runtime.offline import provider as mp  # noqa: E402
+from hermes_codex_runtime.offline.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.pool import EndpointSpec, Placement  # noqa: E402
 from hermes_codex_runtime.replay.control import (  # noqa: E402
     ReplayContext,
@@ -49,8 +51,6 @@ from hermes_codex_runtime.replay.control import (  # noqa: E402
     spawn_runner,
 )
 from hermes_codex_runtime.session import CodexSession  # noqa: E402
-from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
-from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.testing.remote_server import RemoteAppServer  # noqa: E402
 from hermes_codex_runtime.values import SessionSettings  # noqa: E402
 

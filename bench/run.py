@@ -46,10 +46,10 @@ import replay as replay_bench  # noqa: E402
 import side_tasks as side_bench  # noqa: E402
 
 from hermes_codex_runtime.generated import replace_block  # noqa: E402
-from hermes_codex_runtime.hermes.offline import write_offline_caches  # noqa: E402
+from hermes_codex_runtime.hermes.commands.offline import write_offline_caches  # noqa: E402
 from hermes_codex_runtime.history_seed import render_history_seed  # noqa: E402
-from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
-from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
+from hermes_codex_runtime.offline import provider as mp  # noqa: E402
+from hermes_codex_runtime.offline.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.testing.fake import FakeCodex  # noqa: E402
 from hermes_codex_runtime.testing.schema import ProtocolSchema  # noqa: E402
 from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noqa: E402

@@ -33,11 +33,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hermes_codex_runtime.offline import provider as mp  # noqa: E402
+from hermes_codex_runtime.offline.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.pool import Placement, ServerPool  # noqa: E402
 from hermes_codex_runtime.session import CodexSession  # noqa: E402
 from hermes_codex_runtime.session.side_task import SideTask, run_side_task  # noqa: E402
-from hermes_codex_runtime.testing import mock_provider as mp  # noqa: E402
-from hermes_codex_runtime.testing.codex_home import prepare_codex_home  # noqa: E402
 from hermes_codex_runtime.values import SessionSettings  # noqa: E402
 
 PROMPT = "Give this conversation a short title: we talked about green tea and oolong."

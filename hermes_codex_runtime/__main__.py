@@ -3,6 +3,6 @@ environment whose scripts directory is not on ``PATH``."""
 
 import sys
 
-from hermes_codex_runtime.hermes.cli import main
+from hermes_codex_runtime.hermes.commands.cli import main
 
 sys.exit(main())

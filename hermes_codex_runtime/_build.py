@@ -1,7 +1,7 @@
 """The wheel's build step (setuptools ``build_py``, named in ``pyproject.toml``): it also puts
 ``hermes/hermes_codex_runtime.pth`` at the top of the wheel, where pip installs it into
-site-packages — Python then runs its one line at start-up (see :mod:`.hermes.early`). Nothing
-imports this module at run time."""
+site-packages — Python then runs its one line at start-up (see
+:mod:`.hermes.installing.early`). Nothing imports this module at run time."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Owns the host-neutral checks (binary, version, ``CODEX_HOME``, configuration, login, readiness for
 a service's minimal ``PATH``, the environment that reaches codex, the app-servers) and the report
 format. Every check is ok / warn / fail with the exact fix; a fix names the host's setting or
-command through :class:`Wording`, which the host passes in (the Hermes adapter:
-:mod:`hermes_codex_runtime.hermes.diagnose`). Nothing here knows a host.
+command through :class:`Wording`, which the host's adapter passes in. Nothing here knows a
+host.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Regenerating a marked block inside a hand-written document (COMPAT_MANIFEST.md's Hermes table,
+"""Regenerating a marked block inside a hand-written document (COMPAT_MANIFEST.md's host table,
 the README's benchmark table): everything outside the markers is left as the author wrote it."""
 
 from __future__ import annotations

@@ -90,16 +90,32 @@ def _same_process(old: SessionSettings, new: SessionSettings) -> bool:
         dataclasses.replace(new, model=None, effort=None)
 
 
-class _Entry:
-    __slots__ = ("instructions", "lock", "session", "settings", "turns")
+class _Agent:
+    """Everything the runtime keeps for one host agent, forgotten together (:meth:`_forget`)."""
 
-    def __init__(self, session: CodexSession, instructions: str | None,
-                 settings: SessionSettings) -> None:
-        self.session = session
-        self.instructions = instructions
-        self.settings = settings
+    __slots__ = ("context", "instructions", "interrupted", "last_thread", "session", "settings",
+                 "turn_lock", "turns")
+
+    def __init__(self) -> None:
+        #: One agent's turns and compactions run one at a time: two concurrent first turns
+        #: never create two codex processes, and a compaction never races a turn.
+        self.turn_lock = threading.RLock()
+        #: Its live session, with the instructions and settings it was made for.
+        self.session: CodexSession | None = None
+        self.instructions: str | None = None
+        self.settings = SessionSettings()
         self.turns: int | None = None  # the user turns its thread has seen (continuity.py)
-        self.lock = threading.Lock()
+        #: The context of its turn in flight (what its session's callbacks pass on).
+        self.context: TurnContext[Any] | None = None
+        #: Interrupted before its turn had a session: the session is stopped at birth.
+        self.interrupted = False
+        #: The thread its last turn ran on, as ``codex_stored_thread`` answers.
+        self.last_thread: dict[str, Any] | None = None
+
+    def drop_session(self) -> CodexSession | None:
+        """Let go of the session (the caller closes it)."""
+        session, self.session = self.session, None
+        return session
 
 
 class CodexRuntime:
@@ -110,16 +126,9 @@ class CodexRuntime:
         self.pm = plugin_manager or make_plugin_manager()
         #: The app-servers this runtime's sessions run on (shared, per-session or remote).
         self.pool = pool or ServerPool()
-        self._entries: dict[int, _Entry] = {}
+        self._agents: dict[int, _Agent] = {}
         self._keys: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._numbers = itertools.count(1)
-        #: The context of each agent's turn in flight (what its session's callbacks pass on).
-        self._contexts: dict[int, TurnContext[Any]] = {}
-        #: Agents interrupted before their turn had a session: the session is stopped at birth.
-        self._interrupted: set[int] = set()
-        #: The thread each agent's last turn ran on, as ``codex_stored_thread`` answers.
-        self._last_thread: dict[int, dict[str, Any]] = {}
-        self._turn_locks: dict[int, threading.RLock] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ hooks, safely
@@ -176,11 +185,13 @@ class CodexRuntime:
         except TypeError:
             return id(agent)
 
-    def _turn_lock(self, key: int) -> threading.RLock:
-        """One agent's turns and compactions run one at a time: two concurrent first turns
-        never create two codex processes, and a compaction never races a turn."""
+    def _record(self, key: int) -> _Agent:
+        """The agent's record, made on first use."""
         with self._lock:
-            return self._turn_locks.setdefault(key, threading.RLock())
+            record = self._agents.get(key)
+            if record is None:
+                record = self._agents[key] = _Agent()
+            return record
 
     def _forget_later(self, key: int) -> None:
         """The agent was collected: forget it, off the collecting thread (closing a session
@@ -190,13 +201,10 @@ class CodexRuntime:
 
     def _forget(self, key: int) -> None:
         with self._lock:
-            entry = self._entries.pop(key, None)
-            self._last_thread.pop(key, None)
-            self._turn_locks.pop(key, None)
-            self._contexts.pop(key, None)
-            self._interrupted.discard(key)
-        if entry is not None:
-            entry.session.close()
+            record = self._agents.pop(key, None)
+        session = record.drop_session() if record is not None else None
+        if session is not None:
+            session.close()
 
     def prewarm(self, agent: Any) -> threading.Thread | None:
         """Start, in the background, what the agent's first turn would wait for — the
@@ -205,7 +213,7 @@ class CodexRuntime:
         agents find theirs up). Returns the thread, or ``None`` when there is nothing to do; a
         failure is left to the turn, which meets it again and reports it."""
         with self._lock:
-            if self._entries:
+            if any(record.session is not None for record in self._agents.values()):
                 return None
         settings = self._settings(agent, TurnContext())
         if isinstance(settings, TurnResult):
@@ -225,44 +233,45 @@ class CodexRuntime:
     def session_for(self, agent: Any) -> CodexSession | None:
         """The live session of ``agent``, if any."""
         key = self._known_key(agent)
-        entry = self._entries.get(key) if key is not None else None
-        return entry.session if entry is not None else None
+        record = self._agents.get(key) if key is not None else None
+        return record.session if record is not None else None
 
     def _context(self, key: int) -> TurnContext[Any]:
         """The context of the agent's turn in flight (an empty one outside a turn)."""
-        return self._contexts.get(key) or TurnContext()
+        record = self._agents.get(key)
+        return (record.context if record is not None else None) or TurnContext()
 
     def _session(self, agent: Any, key: int, settings: SessionSettings,
                  instructions: str | None, context: TurnContext[Any],
                  turns: int | None = None) -> CodexSession:
         """The agent's session for a turn whose conversation had ``turns`` user turns before it
         (``None``: not a turn, e.g. a compaction)."""
-        with self._lock:
-            entry = self._entries.get(key)
+        record = self._record(key)
+        live = record.session
         # an agent that carries on with no history told (a library's repeated calls) keeps its
         # thread; a new agent for the conversation is judged by what it was given
-        changed = None if entry is None else mismatch(
-            bound_instructions=instructions_digest(entry.instructions), bound_turns=entry.turns,
+        changed = None if live is None else mismatch(
+            bound_instructions=instructions_digest(record.instructions), bound_turns=record.turns,
             instructions=instructions, turns=turns or None)
-        if entry is not None and changed is None and not (
-                entry.session.retired or not _same_process(entry.settings, settings)):
+        if live is not None and changed is None and not (
+                live.retired or not _same_process(record.settings, settings)):
             # model and effort are turn-level in codex: a change rides on the next turn/start
-            entry.settings = entry.session.settings = settings
-            return entry.session
+            record.settings = live.settings = settings
+            return live
         binding: Binding | None = None
         predecessor: CodexSession | None = None
-        if entry is not None and changed is not None:
+        if live is not None and changed is not None:
             log.info("%s: the next codex thread starts fresh, seeded", changed)
-            entry.session.close()
-            self._last_thread.pop(key, None)
-        elif entry is not None:
+            live.close()
+            record.last_thread = None
+        elif live is not None:
             # the same conversation continues: the new session takes the thread over on the
             # process that holds it, then ends this one (see CodexSession._spawn)
-            predecessor = entry.session
-            if entry.session.thread_id:
-                binding = Binding(entry.session.thread_id, entry.session.endpoint)
+            predecessor = live
+            if live.thread_id:
+                binding = Binding(live.thread_id, live.endpoint)
         if binding is None and changed is None:
-            binding = Binding.of(self._last_thread.get(key) or
+            binding = Binding.of(record.last_thread or
                                  self._ask("codex_stored_thread", agent=agent, context=context))
             why = None if binding is None else mismatch(
                 bound_instructions=binding.instructions, bound_turns=binding.turns,
@@ -309,8 +318,9 @@ class CodexRuntime:
                                predecessor=predecessor,
                                call_tool=call_tool if settings.host_tools else None)
         with self._lock:
-            self._entries[key] = _Entry(session, instructions, settings)
-            interrupted = key in self._interrupted
+            record.session, record.instructions, record.settings = session, instructions, settings
+            record.turns = None
+            interrupted = record.interrupted
         if interrupted:
             session.interrupt()
         return session
@@ -321,14 +331,15 @@ class CodexRuntime:
         closing the old one, e.g. a gateway after ``/stop``) is closed, so the new agent resumes
         the thread instead of starting a fresh one."""
         with self._lock:
-            holders = [(k, e) for k, e in self._entries.items()
-                       if k != key and e.session.thread_id == thread_id
-                       and e.session.active_turn_id is None]
-            for k, _ in holders:
-                del self._entries[k]
-        for _, entry in holders:
+            holders = [session for k, record in self._agents.items()
+                       if k != key and (session := record.session) is not None
+                       and session.thread_id == thread_id and session.active_turn_id is None]
+            for record in self._agents.values():
+                if record.session in holders:
+                    record.drop_session()
+        for session in holders:
             log.info("closing an idle codex session that still held thread %s", thread_id)
-            entry.session.close()
+            session.close()
 
     # ------------------------------------------------------------------ turns
 
@@ -341,15 +352,16 @@ class CodexRuntime:
         matches it (``None``: the host does not say)."""
         key = self._key(agent)
         context = context if context is not None else TurnContext()
-        with self._turn_lock(key):
-            self._contexts[key] = context
+        record = self._record(key)
+        with record.turn_lock:
+            record.context = context
             try:
                 return self._run_turn(agent, key, user_input, history, images, context)
             finally:
                 with self._lock:
-                    if self._contexts.get(key) is context:
-                        del self._contexts[key]
-                    self._interrupted.discard(key)
+                    if record.context is context:
+                        record.context = None
+                    record.interrupted = False
 
     def _run_turn(self, agent: Any, key: int, user_input: Any, history: Sequence[Any] | None,
                   images: Sequence[str], context: TurnContext[Any]) -> TurnResult:
@@ -388,20 +400,20 @@ class CodexRuntime:
         """Native compaction of the agent's thread. ``report=False`` leaves the bookkeeping
         (``codex_record_compaction``/usage) to a caller that does its own."""
         key = self._key(agent)
-        with self._turn_lock(key):
+        with self._record(key).turn_lock:
             return self._compact(agent, key, report=report)
 
     def _compact(self, agent: Any, key: int, *, report: bool) -> TurnResult:
-        entry = self._entries.get(key)
+        live = self._record(key).session
         context = self._context(key)
-        if entry is None:
+        if live is None:
             settings = self._settings(agent, context)
             if isinstance(settings, TurnResult):
                 return settings
             session = self._session(agent, key, settings, self._instructions(agent, context),
                                     context)
         else:
-            session = entry.session
+            session = live
         try:
             result = session.compact()
         except Exception as exc:
@@ -431,12 +443,13 @@ class CodexRuntime:
         self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages,
                    context=context)
         if result.thread_id and result.turn_id:
-            entry = self._entries.get(key)
-            if entry is not None:
-                entry.turns = seen
+            record = self._record(key)
+            if record.session is not None:
+                record.turns = seen
             binding = Binding(result.thread_id, result.endpoint,
-                              instructions_digest(entry.instructions if entry else None), seen)
-            self._last_thread[key] = binding.as_stored()
+                              instructions_digest(record.instructions
+                                                  if record.session is not None else None), seen)
+            record.last_thread = binding.as_stored()
             self._tell("codex_thread_bound", agent=agent, thread_id=binding.thread_id,
                        endpoint=binding.endpoint, instructions=binding.instructions,
                        turns=seen, context=context)
@@ -454,12 +467,13 @@ class CodexRuntime:
         """Interrupt the agent's turn (from any thread): the one in flight — or, for an agent
         without a session, its next one, which then does not start."""
         key = self._key(agent)
+        record = self._record(key)
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or key in self._contexts:
-                self._interrupted.add(key)  # a session made for this turn starts stopped
-        if entry is not None:
-            entry.session.interrupt()
+            live = record.session
+            if live is None or record.context is not None:
+                record.interrupted = True  # a session made for this turn starts stopped
+        if live is not None:
+            live.interrupt()
 
     def steer(self, agent: Any, text: str) -> bool:
         """Steer the agent's active turn; True when codex accepted it."""

@@ -11,7 +11,7 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from hermes_codex_runtime.pool import Placement
 from hermes_codex_runtime.projector import ToolCall
@@ -170,22 +170,28 @@ class ApprovalRequest:
         return f"{text} — {self.reason}" if self.reason else text
 
 
+#: What a :class:`CodexEvent` reports. ``reasoning``: a reasoning item completed (``text`` is
+#: its whole summary, also when none of it was streamed); ``message_started``: another agent
+#: message begins (text streamed before it is a segment of its own); ``interim_message``: a
+#: completed message a later item showed was not the answer; ``tool_started``:
+#: ``params["item"]`` is the item (a file change carries its proposed diffs); ``tool_output``:
+#: a command's live output (``text`` = the delta); ``plan``: codex's plan changed (``params``
+#: has ``plan``/``explanation``); ``diff``: the turn's file changes so far (``params["diff"]``);
+#: ``working``: a heartbeat; ``config_warning``: codex ignored its ``config.toml`` and runs on
+#: its defaults (once per session); ``notice``: something the user should know (e.g. the thread
+#: had to start fresh on another app-server).
+EventKind = Literal[
+    "text_delta", "reasoning_delta", "reasoning", "message_started", "interim_message",
+    "tool_started", "tool_output", "tool_completed", "plan", "diff", "approval_requested",
+    "approval_answered", "working", "retrying", "quiet", "config_warning", "notice",
+]
+
+
 @dataclass(frozen=True, slots=True)
 class CodexEvent:
-    """Progress for the host's display. ``kind`` is one of: ``text_delta``, ``reasoning_delta``,
-    ``reasoning`` (a reasoning item completed: ``text`` is its whole summary, also when none of
-    it was streamed), ``message_started`` (another agent message begins: text streamed before it
-    is a segment of its own), ``interim_message`` (a completed message a later item showed was
-    not the answer), ``tool_started`` (``params["item"]`` is the item: a file change carries its
-    proposed diffs), ``tool_output`` (a command's live output, ``text`` = the delta),
-    ``tool_completed``, ``plan`` (codex's plan changed; ``params`` has ``plan``/``explanation``),
-    ``diff`` (the turn's file changes so far; ``params["diff"]``), ``approval_requested``,
-    ``approval_answered``, ``working`` (heartbeat), ``retrying``, ``quiet``, ``config_warning``
-    (codex ignored its ``config.toml`` and runs on its defaults; once per session), ``notice``
-    (something the user should know, e.g. the thread had to start fresh on another
-    app-server)."""
+    """Progress for the host's display: one of :data:`EventKind`."""
 
-    kind: str
+    kind: EventKind
     text: str = ""
     tool: ToolCall | None = None
     method: str = ""
@@ -202,7 +208,6 @@ class TurnResult:
     tool_iterations: int = 0
     interrupted: bool = False
     timed_out: bool = False
-    error: str | None = None
     failure: Failure | None = None
     status: str | None = None
     turn_id: str | None = None
@@ -214,8 +219,14 @@ class TurnResult:
     thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
     model: str | None = None  # the model codex reported for the thread (not the host's name)
     reasoning: str = ""  # the turn's last reasoning summary
-    fallback: Any = None  # what the host's fallback produced for this turn, if it ran
+    #: what the host's fallback produced for this turn, if it ran (the ``codex_fallback`` hook)
+    fallback: object = None
     endpoint: str | None = None  # the remote app-server the thread lives on (None: local)
+
+    @property
+    def error(self) -> str | None:
+        """What went wrong, in a line (``None`` when nothing did)."""
+        return self.failure.describe() if self.failure is not None else None
 
     @property
     def ok(self) -> bool:
@@ -231,7 +242,6 @@ class TurnResult:
         """Record ``failure`` (the first one wins) and whether the session must be replaced."""
         if self.failure is None:
             self.failure = failure
-            self.error = failure.describe()
         if retire if retire is not None else failure.retire_session:
             self.should_retire = True
 

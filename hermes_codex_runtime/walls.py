@@ -3,7 +3,7 @@ and this machine — that codex really enforces them.
 
 codex has had releases where deny rules were not enforced on some exec paths, so the profile
 (:mod:`.protocol.permissions`) is not trusted on sight. :func:`verify` runs ONE scripted turn on
-the real binary, offline: a loopback model (:mod:`.testing.mock_provider`) asks codex, through the
+the real binary, offline: a loopback model (:mod:`.offline.provider`) asks codex, through the
 same ``thread/start`` profile a session sends, to ``cat`` a denied file and a file in a denied
 directory, append to a file in a protected directory inside the writable workspace, write an
 ordinary workspace file, and patch a new file into the protected directory. The walls hold when
@@ -96,8 +96,8 @@ def verify(codex_bin: str | None, cache: str | os.PathLike[str] | None = None, *
 
 def probe(binary: str, *, timeout: float = PROBE_TIMEOUT) -> Verdict:
     """Run the scripted turn (see the module docstring) on ``binary``; never raises."""
-    from hermes_codex_runtime.testing import mock_provider as mp
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline import provider as mp
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     root = Path(tempfile.mkdtemp(prefix="codex-walls-"))
     started = time.monotonic()
@@ -134,7 +134,7 @@ def probe(binary: str, *, timeout: float = PROBE_TIMEOUT) -> Verdict:
 
 def _run_turn(binary: str, home: Path, workspace: Path, walls: Walls, timeout: float) -> bool:
     """The probe's turn, on its own app-server; True when it completed in time."""
-    from hermes_codex_runtime.testing.codex_home import OFFLINE_OVERRIDES
+    from hermes_codex_runtime.offline.codex_home import OFFLINE_OVERRIDES
 
     deadline = time.monotonic() + timeout
     conn = AppServerConnection.spawn(SpawnOptions(

@@ -47,7 +47,7 @@ def _codex_never_leaves_the_machine(tmp_path_factory):
     """Any codex spawned without an explicit CODEX_HOME (a bug in a test or in the code) gets an
     offline home whose model provider is a closed port on 127.0.0.1 — never the user's
     ~/.codex, never a real provider."""
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
     from hermes_codex_runtime.wire import CodexBinaryError, resolve_codex_binary
 
     home = tmp_path_factory.mktemp("default-codex-home")
@@ -126,7 +126,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def _matrix_cell() -> tuple[str, str]:
     """The host and codex versions this run is on (``make test`` names the cell it expects)."""
-    from hermes_codex_runtime.hermes.probe import find_host
+    from hermes_codex_runtime.hermes.symbols.probe import find_host
     from hermes_codex_runtime.wire import CodexBinaryError, probe_version, resolve_codex_binary
     from hermes_codex_runtime.wire.binary import format_version
 
@@ -245,11 +245,11 @@ def hermes_base(tmp_path_factory):
     import agent.codex_runtime
     import run_agent  # noqa: F401  (importing it runs Hermes' plugin discovery)
 
-    from hermes_codex_runtime.hermes import seams
     from hermes_codex_runtime.hermes.registrations import REGISTRATIONS
+    from hermes_codex_runtime.hermes.symbols.patch import is_ours
 
     assert REGISTRATIONS, "Hermes did not load the plugin from its entry point"
-    assert agent.codex_runtime.run_codex_app_server_turn is seams.run_codex_app_server_turn
+    assert is_ours(agent.codex_runtime.run_codex_app_server_turn)
     return home
 
 
@@ -257,7 +257,7 @@ class HermesHarness:
     """Per-test Hermes: config.yaml, a codex home on the mock provider, real AIAgents."""
 
     def __init__(self, home, codex_binary, provider, tmp_path, monkeypatch):
-        from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+        from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
         self.home = home
         self.provider = provider
@@ -323,7 +323,7 @@ def home(tmp_path, codex_binary, mock_provider):
     """A Hermes home with the plugin enabled, on an offline codex home that talks to the mock."""
     from hermes_env import base_config, write_hermes_home
 
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from hermes_codex_runtime.hermes.offline import write_offline_caches
+from hermes_codex_runtime.hermes.commands.offline import write_offline_caches
 
 HERMES = str(Path(sys.executable).with_name("hermes"))
 HOOK_RECORDER = textwrap.dedent('''
@@ -314,7 +314,7 @@ def calls_hermes_tool(name: str, arguments: Any):
     """A mock model reply: the model calls Hermes' tool ``name`` as the request offers it — by
     name (codex's name for an MCP tool), or through Hermes' Tool Search bridge (``tool_call``),
     where Hermes lists the tool behind ``tool_search`` as its own loop does (the 0.22 line)."""
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     name = hermes_tool(name)
     codex_name = "mcp_" + name[len("mcp__"):] if name.startswith("mcp__") else name

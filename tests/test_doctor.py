@@ -22,7 +22,7 @@ def doctor(home: Path, **env: str) -> tuple[int, dict[str, dict]]:
 
 @pytest.fixture
 def setup(tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)
@@ -114,10 +114,10 @@ def test_openai_runtime_unset(setup):
 def test_a_missing_host_seam(hermes_base, monkeypatch):
     import tools.approval
 
-    from hermes_codex_runtime.hermes import diagnose
+    from hermes_codex_runtime.hermes.commands import doctor
 
     monkeypatch.delattr(tools.approval, "_await_gateway_decision")
-    checks, _ = diagnose.hermes_checks()
+    checks, _ = doctor.hermes_checks()
     [seams] = [c for c in checks if c.name == "host seams"]
     assert seams.status == "fail"
     assert "tools.approval:_await_gateway_decision" in seams.detail

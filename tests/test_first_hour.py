@@ -17,7 +17,7 @@ import pytest
 import yaml
 from hermes_env import base_config, hermes_env, write_config
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 BIN = Path(sys.executable).parent
@@ -222,7 +222,7 @@ def test_without_a_codex_login_a_turn_fails_at_once_and_the_named_command_fixes_
     """A provider that needs an OpenAI login, on a codex home with none: the turn fails at once
     (not "Reconnecting... waiting for network" until the budget) naming a command, and that
     command — run as the user would — logs in the very home the next turn uses."""
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     key = "sk-login-" + os.urandom(6).hex()
     with mp.MockResponsesProvider(required_key=key) as provider:

@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 import pytest
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 
@@ -395,7 +395,7 @@ def tui_home(tmp_path, codex_binary, mock_provider):
     the model catalog and the update check answered from their caches (no network)."""
     from hermes_env import base_config, write_hermes_home
 
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)

@@ -19,7 +19,7 @@ from hermes_env import Gateway, base_config, write_config
 from test_hermes_side_tasks import is_title, side_task_router
 from test_side_tasks_e2e import last_user_text
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 

@@ -10,7 +10,9 @@ import pytest
 def resolve(hermes_base):
     import hermes_cli.runtime_provider as runtime_provider
 
-    assert hasattr(runtime_provider.resolve_runtime_provider, "__hermes_codex_runtime_wrapped__")
+    from hermes_codex_runtime.hermes.symbols.patch import is_ours
+
+    assert is_ours(runtime_provider.resolve_runtime_provider)
     return runtime_provider.resolve_runtime_provider
 
 
@@ -70,7 +72,7 @@ def test_an_agent_built_like_the_cli_builds_it_runs_on_codex(hermes, monkeypatch
     import run_agent
     from hermes_cli.runtime_provider import resolve_runtime_provider
 
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     runtime = resolve_runtime_provider(requested="openai-codex")
     hermes.provider.enqueue(mp.text("activated"))

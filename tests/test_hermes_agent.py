@@ -13,7 +13,7 @@ import psutil
 import pytest
 from hermes_env import bind_session_key, unbind_session_key
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 def db_messages(agent):
@@ -147,7 +147,7 @@ def _codex_only_agent(hermes, **overrides):
     """An AIAgent built the way Hermes builds one when only `codex login` was done."""
     from hermes_cli.runtime_provider import resolve_runtime_provider
 
-    from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY
+    from hermes_codex_runtime.hermes.config.activation import PLACEHOLDER_KEY
 
     runtime = resolve_runtime_provider()
     assert runtime["api_key"] == PLACEHOLDER_KEY  # Hermes holds no credential of its own
@@ -252,7 +252,7 @@ def test_interrupt_and_close_reach_the_codex_session(hermes):
     result = agent.run_conversation("go on and on")
     assert time.monotonic() - started < 8
     assert result["interrupted"] is True and result["completed"] is False
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     session = shared_runtime().session_for(agent)
     pid = session.connection.pid
@@ -435,7 +435,7 @@ def test_codex_status_command_reports_on_the_session(hermes):
     assert "input 80 (cached 20, uncached 60)" in text
     window = agent._config_context_length or 190_000  # Hermes' pin for this route, else codex's
     assert "context:" in text and str(window) in text
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     pid = shared_runtime().session_for(agent).connection.pid
     assert re.search(rf"app-server: +local pid {pid}: \d+ session\(s\), \d+ thread\(s\) "
@@ -490,8 +490,8 @@ def test_hermes_reasoning_effort_reaches_codex(hermes, hermes_effort, codex_effo
 def test_status_lists_the_live_codex_processes(hermes):
     import os
 
-    from hermes_codex_runtime.hermes import status
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.commands import status
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     hermes.configure(codex_app_server_grace=0)
     agent = hermes.agent()
@@ -543,7 +543,7 @@ def test_an_agent_the_host_drops_without_closing_it_is_collected_and_its_session
     import gc
     import weakref
 
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     runtime = shared_runtime()
 

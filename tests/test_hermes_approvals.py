@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hermes_env import bind_session_key, unbind_session_key
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 def run_command_turn(hermes, agent, command="echo approved-output", history=None):

@@ -9,15 +9,15 @@ import time
 
 import pytest
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 @pytest.fixture
 def wire(hermes, monkeypatch):
     """The Hermes turns of this test run on a runtime of their own whose app-servers record
     every message the plugin sends (``sent``)."""
-    from hermes_codex_runtime.hermes import shared
-    from hermes_codex_runtime.hermes.host import HermesHost
+    from hermes_codex_runtime.hermes.turn import runtime as runtime_module
+    from hermes_codex_runtime.hermes.turn.hooks import HermesHost
     from hermes_codex_runtime.plugins import make_plugin_manager
     from hermes_codex_runtime.pool import ServerPool
     from hermes_codex_runtime.runtime import CodexRuntime
@@ -32,7 +32,7 @@ def wire(hermes, monkeypatch):
 
     runtime = CodexRuntime(make_plugin_manager([HermesHost()], load_entry_points=False),
                            pool=ServerPool(spawn=spawn))
-    monkeypatch.setattr(shared, "_runtime", runtime)
+    monkeypatch.setattr(runtime_module, "_runtime", runtime)
 
     def sent(method):
         return [m for conn in connections for m in conn.sent if m.get("method") == method]
@@ -44,7 +44,7 @@ def wire(hermes, monkeypatch):
 
 def wait_for_streaming(hermes, agent, timeout=20.0):
     """True once the agent's codex turn is running and codex has started answering."""
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

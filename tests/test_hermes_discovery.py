@@ -98,8 +98,8 @@ def test_a_one_shot_chat_is_on_codex_even_while_another_plugin_is_still_loading(
     from hermes_env import base_config, write_hermes_home
     from hermes_env import hermes_env as full_env
 
-    from hermes_codex_runtime.testing import mock_provider as mp
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline import provider as mp
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)

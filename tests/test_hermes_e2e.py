@@ -19,7 +19,7 @@ import pytest
 from hermes_env import HERMES, Gateway, base_config, chat_finished, hermes_env, write_hermes_home
 from support import alive
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 
@@ -136,13 +136,13 @@ def test_installed_but_not_enabled_leaves_hermes_untouched(tmp_path):
     write_hermes_home(home, config)
     probe = (
         "import run_agent, agent.codex_runtime as cr, hermes_cli.runtime_provider as rp;"
-        "print(cr.run_codex_app_server_turn.__module__);"
-        "print(hasattr(rp.resolve_runtime_provider, '__hermes_codex_runtime_wrapped__'));"
+        "print(hasattr(cr.run_codex_app_server_turn, '__hermes_codex_runtime__'));"
+        "print(hasattr(rp.resolve_runtime_provider, '__hermes_codex_runtime__'));"
         "print(hasattr(run_agent.AIAgent.interrupt, '__hermes_codex_runtime__'))")
     proc = subprocess.run([sys.executable, "-c", probe], env=hermes_env(home),
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["agent.codex_runtime", "False", "False"]
+    assert proc.stdout.split() == ["False", "False", "False"]
     assert "hermes_codex_runtime" not in proc.stderr
 
 

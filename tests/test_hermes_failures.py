@@ -7,8 +7,8 @@ import os
 import pytest
 from support import descendants
 
-from hermes_codex_runtime.testing import mock_provider as mp
-from hermes_codex_runtime.testing.mock_chat import ChatCompletionsServer
+from hermes_codex_runtime.offline import provider as mp
+from hermes_codex_runtime.offline.chat import ChatCompletionsServer
 
 
 @pytest.fixture
@@ -121,13 +121,13 @@ def test_a_missing_binary_names_the_setting(hermes, tmp_path):
 
 
 def test_the_turn_seam_never_raises_even_when_set_up_fails(hermes, monkeypatch):
-    from hermes_codex_runtime.hermes import shared
+    from hermes_codex_runtime.hermes.turn import runtime as runtime_module
 
     def broken_manager(*args, **kwargs):
         raise RuntimeError("a plugin manager that cannot be built")
 
-    monkeypatch.setattr(shared, "_runtime", None)
-    monkeypatch.setattr(shared, "make_plugin_manager", broken_manager)
+    monkeypatch.setattr(runtime_module, "_runtime", None)
+    monkeypatch.setattr(runtime_module, "make_plugin_manager", broken_manager)
     result = hermes.agent().run_conversation("hello")
     assert result["failed"] is True and result["completed"] is False
     assert "cannot be built" in result["final_response"]

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from hermes_env import Gateway, write_config
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 
@@ -113,7 +113,7 @@ def test_a_command_the_sandbox_denied_at_once_is_in_the_transcript_the_db_and_re
     command (with an empty HOME, every time), so no tool event reaches Hermes — yet the model
     was shown its output. The transcript, the session database and Codex Replay's reading of
     it all have the call, once, in its place before the answer."""
-    from hermes_codex_runtime.hermes.sessions import HermesSessions
+    from hermes_codex_runtime.hermes.replay.sessions import HermesSessions
 
     empty = tmp_path / "empty-home"
     empty.mkdir()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.testing.remote_server import RemoteAppServer
 
 pytestmark = pytest.mark.real_hermes

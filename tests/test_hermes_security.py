@@ -12,7 +12,7 @@ import types
 import pytest
 from hermes_env import bind_session_key, unbind_session_key
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 def tool_output(result):
@@ -196,7 +196,8 @@ def test_an_interrupted_turn_dismisses_its_cli_prompt(hermes, monkeypatch):
 
 def test_codex_status_never_shows_another_users_session(hermes_base):
 
-    from hermes_codex_runtime.hermes.commands import _codex_status_command, remember_agent
+    from hermes_codex_runtime.hermes.commands.slash import _codex_status_command
+    from hermes_codex_runtime.hermes.turn.runtime import remember_agent
 
     class Agent:
         api_mode = "codex_app_server"

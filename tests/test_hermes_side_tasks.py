@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hermes_env import bind_session_key, unbind_session_key
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 #: What codex still offers a side thread (both refuse to act there, see session/side_task.py).
@@ -67,7 +67,7 @@ def wait_until(what: str, check, timeout: float = 60.0):
 def hosts_title_every_turn() -> bool:
     """The 0.22 line titles a session at the start of any turn; 0.19.0 only after the first
     exchange of its interactive CLI and of chat platforms (``maybe_auto_title``)."""
-    from hermes_codex_runtime.hermes.probe import present
+    from hermes_codex_runtime.hermes.symbols.probe import present
 
     return present("agent.turn_context", "_maybe_title_session_at_turn_start")
 
@@ -85,7 +85,7 @@ def codex_only_agent(hermes, **overrides):
     """An AIAgent built the way Hermes builds one when only `codex login` was done."""
     from hermes_cli.runtime_provider import resolve_runtime_provider
 
-    from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY
+    from hermes_codex_runtime.hermes.config.activation import PLACEHOLDER_KEY
 
     runtime = resolve_runtime_provider()
     assert runtime["api_key"] == PLACEHOLDER_KEY
@@ -134,7 +134,7 @@ def test_a_title_is_made_on_codex_and_counted_as_hermes_side_task_usage(codex_on
     rows = wait_until("the accounting", lambda: aux_rows(agent).get("title_generation"))
     assert rows == ("title-model", 32, 8, 6, 2, 1)
     assert agent.session_prompt_tokens == turn_tokens
-    from hermes_codex_runtime.hermes.commands import codex_status_text
+    from hermes_codex_runtime.hermes.commands.slash import codex_status_text
 
     assert "side tasks:    title_generation 1 call(s), input 40 (cached 8), output 6 " \
         "(reasoning 2)" in codex_status_text(agent)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 import time
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 def wait_for_active_turn(agent, timeout=20.0):
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

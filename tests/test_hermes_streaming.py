@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 def test_a_50000_delta_flood_reaches_the_stream_callback_whole(hermes):
@@ -39,7 +39,7 @@ def test_a_long_quiet_codex_turn_keeps_the_agents_activity_clock_ticking(hermes)
     stop = threading.Event()
 
     def watchdog():
-        from hermes_codex_runtime.hermes.shared import shared_runtime
+        from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
 
         while not stop.wait(0.2):
             session = shared_runtime().session_for(agent)

@@ -11,7 +11,7 @@ import threading
 
 from hermes_env import calls_hermes_tool, hermes_tool, reachable_tools
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 #: Hermes tools codex has its own sandboxed form of: never offered to codex.
 CODEX_OWNED = {"terminal", "process", "process_manage", "read_file", "write_file", "patch",

@@ -23,7 +23,7 @@ from hermes_env import (
     write_config,
 )
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 

@@ -139,3 +139,52 @@ def test_the_graph_reader_sees_function_local_and_package_imports(tmp_path):
     assert edges["hermes_codex_runtime.sub"] == {"hermes_codex_runtime.sub.a"}
     assert circles(edges) == [frozenset({"hermes_codex_runtime.b", "hermes_codex_runtime.sub",
                                          "hermes_codex_runtime.sub.a"})]
+
+
+def rooms_of(package: str, edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The rooms directly inside ``package`` (its modules and subpackages, its own ``__init__``
+    one more) and the arrows between them: an import from anywhere in one room to anywhere in
+    another."""
+    def room(name: str) -> str | None:
+        if name == package:
+            return "__init__"
+        if not name.startswith(package + "."):
+            return None
+        return name[len(package) + 1:].split(".")[0]
+
+    arrows: dict[str, set[str]] = {}
+    for source, targets in edges.items():
+        start = room(source)
+        if start is None:
+            continue
+        arrows.setdefault(start, set())
+        arrows[start] |= {end for t in targets if (end := room(t)) not in (None, start)}
+    return arrows
+
+
+def test_the_rooms_of_every_package_form_no_circle():
+    """Inside every package, its modules and subpackages stack in floors: no two rooms import
+    each other, however indirectly — so every arrow runs down."""
+    edges = graph()
+    packages = sorted({name for name, path in modules().items() if path.name == "__init__.py"})
+    found = {package: [sorted(c) for c in circles(rooms_of(package, edges))]
+             for package in packages}
+    assert {package: c for package, c in found.items() if c} == {}
+
+
+def test_a_circle_between_two_rooms_is_found_though_no_module_circle_is():
+    """The checker itself: ``a.x`` imports ``b.y`` and ``b.z`` imports ``a.w`` — no module
+    circle, but the rooms ``a`` and ``b`` import each other."""
+    edges = {"p": set(), "p.a.x": {"p.b.y"}, "p.a.w": set(), "p.b.y": set(), "p.b.z": {"p.a.w"}}
+    assert circles(edges) == []
+    assert circles(rooms_of("p", edges)) == [frozenset({"a", "b"})]
+
+
+def test_no_package_module_imports_test_support():
+    """``testing/`` is for tests: the runtime, the adapter, the demo and the walls' proof run
+    without it (their offline pieces live in ``offline/``)."""
+    testing = f"{ROOT_NAME}.testing"
+    users = sorted((source, target) for source, targets in graph().items() for target in targets
+                   if (target == testing or target.startswith(testing + "."))
+                   and not (source == testing or source.startswith(testing + ".")))
+    assert users == []

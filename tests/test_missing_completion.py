@@ -9,10 +9,10 @@ import time
 import pytest
 from support import Agent, RecordingHost, shut_down
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.runtime import CodexRuntime
 from hermes_codex_runtime.session import SessionSettings, recovery
-from hermes_codex_runtime.testing import mock_provider as mp
 
 #: The turn budget of these tests: a turn that waited for its turn/completed would fail at it.
 BUDGET = 60.0

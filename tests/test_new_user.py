@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = [pytest.mark.real_hermes, pytest.mark.real_codex]
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def readme_install_lines() -> list[str]:
 
 
 def host_requirement() -> str:
-    from hermes_codex_runtime.hermes.probe import find_host
+    from hermes_codex_runtime.hermes.symbols.probe import find_host
 
     host = find_host()
     assert host is not None and host.distribution, "no Hermes distribution in this cell"
@@ -46,8 +46,8 @@ def host_requirement() -> str:
 
 
 def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
-    from hermes_codex_runtime.hermes.offline import write_offline_caches
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.hermes.commands.offline import write_offline_caches
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
     from hermes_codex_runtime.wire import resolve_codex_binary
 
     requirement = host_requirement()

@@ -118,14 +118,13 @@ class _RuntimeRegistryHost:
 
 
 def test_a_host_runtime_registry_is_used_when_offered():
-    from hermes_codex_runtime.hermes import seams
-    from hermes_codex_runtime.hermes.seams import run_codex_app_server_turn
+    from hermes_codex_runtime.hermes.installing import seams
 
     host = _RuntimeRegistryHost()
     assert seams._install_turn(host) is True
     [(descriptor, turn_function)] = host.registered
     assert descriptor["api_mode"] == "codex_app_server"
-    assert turn_function is run_codex_app_server_turn
+    assert turn_function is seams.codex_turn
 
 
 def test_the_host_contract_document_lists_every_hook_as_hookspecs_declares_it():

@@ -16,10 +16,10 @@ from pathlib import Path
 from support import Agent, alive, shut_down, total_rss, wait_for
 
 from hermes_codex_runtime.hookspecs import hookimpl
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.pool import PER_SESSION, SHARED, Placement, PoolLimits
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
-from hermes_codex_runtime.testing import mock_provider as mp
 
 
 def settings_for(make_runtime, placement: Placement) -> SessionSettings:

@@ -18,9 +18,9 @@ import pytest
 from support import alive, total_rss
 
 from hermes_codex_runtime.bindings import ThreadBindings
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import CodexSession, SessionSettings
-from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.wire.registry import ProcessRegistry
 
 ROOT = Path(__file__).resolve().parents[1]

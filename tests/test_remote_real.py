@@ -11,10 +11,10 @@ import socket
 import pytest
 from support import Agent, shut_down
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.pool import EndpointSpec, Placement
 from hermes_codex_runtime.protocol import FailureKind
 from hermes_codex_runtime.session import SessionSettings
-from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.testing.remote_server import RemoteAppServer
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_codex_runtime.hermes.sessions import HermesSessions
+from hermes_codex_runtime.hermes.replay.sessions import HermesSessions
 from hermes_codex_runtime.replay.control import (
     ReplayContext,
     ReplayError,
@@ -880,7 +880,7 @@ def test_which_failures_a_variant_retries():
 
 
 def test_controller_port_and_idle_timeout_come_from_config_or_the_environment(monkeypatch):
-    from hermes_codex_runtime.hermes.replay_context import controller_settings
+    from hermes_codex_runtime.hermes.replay.context import controller_settings
 
     monkeypatch.delenv("HERMES_CODEX_REPLAY_PORT", raising=False)
     monkeypatch.delenv("HERMES_CODEX_REPLAY_IDLE_TIMEOUT", raising=False)

@@ -22,8 +22,8 @@ import yaml
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 from support import APP_SERVER_MODE, alive, descendants
 
-from hermes_codex_runtime.testing.codex_home import prepare_codex_home
-from hermes_codex_runtime.testing.replay_script import after_tool, agent, last_user_text
+from hermes_codex_runtime.offline.codex_home import prepare_codex_home
+from hermes_codex_runtime.offline.replay_script import after_tool, agent, last_user_text
 
 pytestmark = pytest.mark.real_hermes
 
@@ -47,7 +47,7 @@ class Script:
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Any:
-        from hermes_codex_runtime.testing import mock_provider as mp
+        from hermes_codex_runtime.offline import provider as mp
 
         with self._lock:
             pending = self.failures.get(str(body.get("model")))
@@ -69,8 +69,8 @@ class Script:
     def ballot(self, body: dict[str, Any], text: str) -> Any:
         """The scripted reviewer: A passes everything, B fails "concise" and the rest is N/A
         for it, A wins; a review involving mock-model-2 gets an answer that is no ballot."""
+        from hermes_codex_runtime.offline import provider as mp
         from hermes_codex_runtime.replay.judge import CHECKS
-        from hermes_codex_runtime.testing import mock_provider as mp
 
         self.reviews.append(body)
         if "[mock-model-2]" in text:
@@ -83,7 +83,7 @@ class Script:
 @pytest.fixture(scope="module")
 def recorded(codex_binary, tmp_path_factory):
     """A Hermes home with one recorded session, its project (a git repository), and the mock."""
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     root = tmp_path_factory.mktemp("replay")
     script = Script()
@@ -539,7 +539,7 @@ def test_the_controller_page_in_a_real_browser_plans_starts_cancels_and_opens_re
 
 
 def test_retryable_failures_retry_in_fresh_copies_and_others_do_not(recorded):
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     provider, script = recorded["provider"], recorded["script"]
     provider.clear()

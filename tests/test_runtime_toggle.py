@@ -15,7 +15,7 @@ import yaml
 from hermes_env import base_config, hermes_env, write_hermes_home
 from tmux import Tmux
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 HERMES = str(Path(sys.executable).with_name("hermes"))
@@ -23,7 +23,7 @@ HERMES = str(Path(sys.executable).with_name("hermes"))
 
 def test_codex_runtime_toggle_says_what_the_next_message_does_and_leaves_codex_config_alone(
         tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)

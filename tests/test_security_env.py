@@ -14,8 +14,8 @@ import psutil
 import pytest
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 
-from hermes_codex_runtime.testing import mock_provider as mp
-from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+from hermes_codex_runtime.offline import provider as mp
+from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
 pytestmark = pytest.mark.real_hermes
 HERMES = str(Path(sys.executable).with_name("hermes"))

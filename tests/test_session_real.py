@@ -10,9 +10,9 @@ import time
 import pytest
 from support import SHARED, Agent, shut_down, wait_for
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
-from hermes_codex_runtime.testing import mock_provider as mp
 
 
 def test_a_text_turn_projects_the_answer_and_counts_cached_tokens_once(make_runtime,
@@ -85,12 +85,13 @@ def test_file_change_approval_shows_the_changeset(make_runtime, mock_provider):
 
 def test_permissions_and_mcp_elicitations_get_valid_answers(codex_binary, mock_provider,
                                                             tmp_path, make_runtime):
-    from hermes_codex_runtime.testing.codex_home import mock_mcp_server, prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
+    from hermes_codex_runtime.testing.mock_mcp_server import server_table
 
     home = prepare_codex_home(tmp_path / "mcp-home", mock_provider.base_url,
                               codex_bin=codex_binary.path,
                               features={"request_permissions_tool": True},
-                              mcp_servers={"mock": mock_mcp_server()})
+                              mcp_servers={"mock": server_table()})
     mock_provider.enqueue(
         mp.tool_call("request_permissions", {"permissions": {"network": {"enabled": True}},
                                              "reason": "needs the network"}),

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_codex_runtime.hermes.settings import SettingError, plugin_settings, runtime_requested
+from hermes_codex_runtime.hermes.config.settings import (
+    SettingError,
+    plugin_settings,
+    runtime_requested,
+)
 from hermes_codex_runtime.wire.redact import redact
 
 

@@ -10,13 +10,13 @@ import time
 import pytest
 from support import APP_SERVER_MODE, Agent
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.session.side_task import (
     SIDE_TASK_CONFIG,
     SideTask,
     SideTaskFailed,
     run_side_task,
 )
-from hermes_codex_runtime.testing import mock_provider as mp
 
 INERT = {"request_user_input", "apply_patch"}
 

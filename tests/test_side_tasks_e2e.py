@@ -28,14 +28,14 @@ from test_hermes_side_tasks import (
 )
 from tmux import Tmux
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = [pytest.mark.real_hermes, pytest.mark.real_codex]
 
 
 @pytest.fixture
 def home(tmp_path, codex_binary, mock_provider, monkeypatch):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     for name in [n for n in os.environ if n.startswith("OPENAI")]:
         monkeypatch.delenv(name)  # only a codex login

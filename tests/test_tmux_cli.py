@@ -12,14 +12,14 @@ import pytest
 from hermes_env import base_config, hermes_env, write_hermes_home
 from tmux import Tmux
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 pytestmark = pytest.mark.real_hermes
 HERMES = str(Path(sys.executable).with_name("hermes"))
 
 
 def test_codex_approvals_are_answered_at_hermes_prompt(tmp_path, codex_binary, mock_provider):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)
@@ -78,7 +78,7 @@ def test_the_cli_shows_live_output_reasoning_the_plan_and_two_texts(tmp_path, co
     before the tool's line; the commentary and the answer as two texts."""
     from test_hermes_live import scenario
 
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     codex_home = prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                                     codex_bin=codex_binary.path)

@@ -16,7 +16,7 @@ import time
 from importlib import metadata
 
 import hermes_codex_runtime
-from hermes_codex_runtime.hermes import probe
+from hermes_codex_runtime.hermes.symbols import probe
 
 #: A fresh Hermes process runs one turn; what our code asked of importlib.metadata is counted.
 FIRST_TURN = textwrap.dedent("""
@@ -48,7 +48,7 @@ FIRST_TURN = textwrap.dedent("""
 def first_turn(hermes, script: str) -> dict:
     """Run ``script`` (a fresh Hermes process whose first turn the mock answers "first
     answer") and return the JSON line it printed last."""
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.offline import provider as mp
 
     hermes.provider.enqueue(mp.text("first answer"))
     proc = subprocess.run([sys.executable, "-c", script, str(hermes.workdir)],
@@ -93,7 +93,7 @@ PREPARED_TURN = textwrap.dedent("""
     before = codex_children()
     toolkit_before = "prompt_toolkit" in sys.modules
     result = agent.run_conversation("hello")
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
     session = shared_runtime().session_for(agent)
     turn_pid = session.connection.pid if session is not None else None
     after = codex_children()
@@ -162,8 +162,8 @@ def test_the_host_probe_reads_only_the_records_beside_hermes(monkeypatch):
 def test_warm_turns_read_config_yaml_only_when_it_changes(hermes, monkeypatch):
     import hermes_cli.config as hermes_config
 
-    from hermes_codex_runtime.hermes.shared import shared_runtime
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
+    from hermes_codex_runtime.offline import provider as mp
 
     loads = []
     real = hermes_config.load_config
@@ -191,8 +191,8 @@ def test_warm_turns_read_config_yaml_only_when_it_changes(hermes, monkeypatch):
 
 
 def test_an_unchanged_thread_binding_is_not_rewritten_after_every_turn(hermes):
-    from hermes_codex_runtime.hermes.paths import bindings_path
-    from hermes_codex_runtime.testing import mock_provider as mp
+    from hermes_codex_runtime.hermes.config.paths import bindings_path
+    from hermes_codex_runtime.offline import provider as mp
 
     hermes.provider.set_default(mp.text("ok"))
     agent = hermes.agent()

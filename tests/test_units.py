@@ -315,7 +315,7 @@ def test_the_host_is_found_by_what_python_imports_not_by_a_distribution_name(tmp
     probe = textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
-        from hermes_codex_runtime.hermes.probe import find_host
+        from hermes_codex_runtime.hermes.symbols.probe import find_host
         host = find_host()
         print(host.distribution, host.version, host.location)
     """)
@@ -326,7 +326,7 @@ def test_the_host_is_found_by_what_python_imports_not_by_a_distribution_name(tmp
     # ... and in this environment the real install is found as itself
     from importlib import metadata
 
-    from hermes_codex_runtime.hermes.probe import find_host
+    from hermes_codex_runtime.hermes.symbols.probe import find_host
 
     host = find_host()
     [installed] = set(metadata.packages_distributions()["run_agent"])

@@ -11,10 +11,10 @@ import time
 
 from support import Agent, alive, wait_for
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.pool import SHARED, Placement, PoolLimits
 from hermes_codex_runtime.protocol import UNUSED_NOTIFICATIONS
 from hermes_codex_runtime.session import SessionSettings
-from hermes_codex_runtime.testing import mock_provider as mp
 
 
 def settings_for(make_runtime, limits: PoolLimits) -> SessionSettings:

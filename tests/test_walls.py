@@ -156,7 +156,7 @@ def test_a_token_file_others_can_read_is_named_with_the_fix(tmp_path, caplog):
 
 
 def test_arguments_shown_to_the_host_mask_values_of_secret_named_keys(hermes_base):
-    from hermes_codex_runtime.hermes.events import shown_arguments
+    from hermes_codex_runtime.hermes.turn.events import shown_arguments
 
     shown = shown_arguments({"query": "weather", "api_key": "plainvalue1",
                              "nested": [{"password": "plainvalue2"}],
@@ -222,7 +222,7 @@ def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_sp
     result the tool cards get."""
     from types import SimpleNamespace
 
-    from hermes_codex_runtime.hermes.events import bridge
+    from hermes_codex_runtime.hermes.turn.events import bridge
     from hermes_codex_runtime.projector import ToolCall
     from hermes_codex_runtime.values import CodexEvent
 
@@ -245,7 +245,7 @@ def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_sp
 
 def test_workspace_instructions_stay_out_only_where_sessions_share_a_writable_workspace(
         tmp_path, monkeypatch):
-    from hermes_codex_runtime.hermes.instructions import left_out
+    from hermes_codex_runtime.hermes.turn.instructions import left_out
 
     home, project = tmp_path / "home", tmp_path / "home" / "project"
     project.mkdir(parents=True)

@@ -30,7 +30,7 @@ from walled_home import (
     leaky_command,
 )
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 from hermes_env import HERMES, Gateway, calls_hermes_tool, chat_finished, write_config
 from walled_home import SCRIPT, PlantedHome
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 
 @pytest.fixture

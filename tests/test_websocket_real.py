@@ -53,7 +53,7 @@ class Listener:
     def __init__(self, codex_binary, codex_home: Path, listen: str, extra: list[str]) -> None:
         env = spawn_environment(codex_home=str(codex_home),
                                 path_prepend=codex_binary.path_prepend)
-        from hermes_codex_runtime.testing.codex_home import OFFLINE_OVERRIDES
+        from hermes_codex_runtime.offline.codex_home import OFFLINE_OVERRIDES
 
         self.argv = [codex_binary.path, "app-server", *OFFLINE_OVERRIDES, "--listen", listen,
                      *extra]
@@ -396,7 +396,7 @@ def test_unix_listener_speaks_websocket_without_auth(listener, tmp_path, sockets
 
 def test_unix_without_a_path_listens_in_codex_home(listener, codex_binary, mock_provider,
                                                    sockets):
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     # a unix socket path has at most 107 bytes: pytest's own tmp paths can be longer
     short = Path(tempfile.mkdtemp(prefix="cx-", dir="/tmp"))
@@ -782,7 +782,7 @@ def test_the_websocket_library_loads_only_when_an_endpoint_is_opened():
     import sys
 
     code = ("import sys\n"
-            "import hermes_codex_runtime.runtime, hermes_codex_runtime.hermes.turn\n"
+            "import hermes_codex_runtime.runtime, hermes_codex_runtime.hermes.turn.run\n"
             "from hermes_codex_runtime.pool import ServerPool, Placement, EndpointSpec\n"
             "before = 'websockets' in sys.modules\n"
             "from hermes_codex_runtime.wire.websocket import Endpoint, EndpointError, "

@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.protocol import (
     compact_start_params,
     sandbox_policy,
@@ -23,7 +24,6 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
-from hermes_codex_runtime.testing import mock_provider as mp
 from hermes_codex_runtime.wire import (
     MIN_CODEX_VERSION,
     AppServerConnection,
@@ -309,7 +309,7 @@ def test_a_20mb_line_from_codex_is_read(app_server, tmp_path):
 
 
 def test_an_invalid_codex_config_is_refused(codex_binary, mock_provider, tmp_path):
-    from hermes_codex_runtime.testing.codex_home import (
+    from hermes_codex_runtime.offline.codex_home import (
         CodexConfigError,
         prepare_codex_home,
         verify_codex_home,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hermes_env import base_config, hermes_env, write_hermes_home
 
-from hermes_codex_runtime.testing import mock_provider as mp
+from hermes_codex_runtime.offline import provider as mp
 
 SCRIPT = str(Path(sys.executable).with_name("hermes-codex-runtime"))
 CODEX_METADATA = {".git", ".aws", ".agents", ".codex"}
@@ -29,7 +29,7 @@ class PlantedHome:
     """A HOME with Hermes' and codex's homes in it, secrets planted, the plugin enabled."""
 
     def __init__(self, root: Path, codex_binary, provider) -> None:
-        from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+        from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
         self.home = root / "home"
         self.hermes_home = self.home / ".hermes"

@@ -2,7 +2,8 @@
 
 :func:`register` is what Hermes' plugin loader calls — this module is the
 ``hermes_agent.plugins`` entry point — while ``run_agent`` is still importing. It stays cheap: it
-swaps the turn seam and the runtime resolver (:mod:`.seams`), and never raises into the host — a
+swaps the turn seam and the runtime resolver (:mod:`.installing.seams`), and never raises into the
+host — a
 missing seam is one log line and the host's own runtime stays in place. Everything else happens on
 the first codex turn.
 """
@@ -17,8 +18,8 @@ def register(ctx: object) -> None:
 
 def install(ctx: object) -> None:
     """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising).
-    Importing this package costs nothing: the ``.pth`` start-up hook (:mod:`.early`) is under
-    it, so every import here waits for ``install``."""
+    Importing this package costs nothing: the ``.pth`` start-up hook (:mod:`.installing.early`) is
+    under it, so every import here waits for ``install``."""
     import logging
     import sys
 
@@ -27,7 +28,7 @@ def install(ctx: object) -> None:
     log = logging.getLogger("hermes_codex_runtime.hermes")
     REGISTRATIONS.append(ctx)
     try:
-        from hermes_codex_runtime.hermes import seams
+        from hermes_codex_runtime.hermes.installing import seams
 
         installed = seams.install(ctx)
         run_agent = sys.modules.get("run_agent")

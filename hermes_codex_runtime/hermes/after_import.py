@@ -2,8 +2,8 @@
 
 A meta-path finder that finds nothing itself: for a watched module it asks the other finders,
 wraps that one spec's loader, and runs the followers right after the module's code has run. It
-imports nothing of the project (Python's start-up imports it, see :mod:`.early`); with nothing
-watched it is off ``sys.meta_path``.
+imports nothing of the project (Python's start-up imports it, see :mod:`.installing.early`); with
+nothing watched it is off ``sys.meta_path``.
 """
 
 from __future__ import annotations

@@ -69,6 +69,6 @@ def pip_command(args: str) -> str:
 
 def config_ref(key: str) -> str:
     """```key``` in the real config.yaml, e.g. ``model.codex_bin`` in /srv/hermes/config.yaml."""
-    from hermes_codex_runtime.hermes.config_file import config_path
+    from hermes_codex_runtime.hermes.config.file import config_path
 
     return f"`{key}` in {config_path()}"

@@ -44,18 +44,18 @@ from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from hermes_codex_runtime.hermes.activation import PLACEHOLDER_KEY, provider_route
-from hermes_codex_runtime.hermes.probe import symbol
-from hermes_codex_runtime.hermes.settings import (
+from hermes_codex_runtime.hermes.config.activation import PLACEHOLDER_KEY, provider_route
+from hermes_codex_runtime.hermes.config.settings import (
     RUNTIME_VALUE,
     SettingError,
     model_section,
     runtime_requested,
 )
+from hermes_codex_runtime.hermes.symbols.patch import wrap_in_place
+from hermes_codex_runtime.hermes.symbols.probe import symbol
 from hermes_codex_runtime.protocol import Failure, FailureKind
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
-_MARK = "__hermes_codex_runtime_side_tasks__"
 CODEX_PROVIDER = "openai-codex"
 #: Seconds a side task may take when Hermes names no timeout.
 DEFAULT_TIMEOUT = 120.0
@@ -202,9 +202,9 @@ def run_request(kwargs: Mapping[str, Any], default_model: str | None) -> Any:
     if kwargs.get("tools"):
         raise CodexSideTaskError("codex side tasks do not run requests that offer tools "
                                  "(Hermes' tools never reach codex)")
-    from hermes_codex_runtime.hermes.config_cache import standing
-    from hermes_codex_runtime.hermes.host import host_settings
-    from hermes_codex_runtime.hermes.shared import shared_runtime
+    from hermes_codex_runtime.hermes.config.standing import standing
+    from hermes_codex_runtime.hermes.turn.hooks import host_settings
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
     from hermes_codex_runtime.session.side_task import SideTask, SideTaskFailed, run_side_task
 
     try:
@@ -304,7 +304,8 @@ def _ours(arguments: Mapping[str, Any], normalize: Callable[[str], str]) -> bool
 class _Expected(logging.Filter):
     """Hermes warns "openai-codex requested but no Codex OAuth token found (run: hermes model)"
     on every resolution that finds no Hermes login — wrong advice where codex owns the login and
-    the side task runs there. Dropped only while :func:`wrap_resolver` resolves such a call."""
+    the side task runs there. Dropped only while the resolver of :func:`_filling` resolves such
+    a call."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -319,13 +320,10 @@ _expected = _Expected()
 _told = threading.Event()
 
 
-def wrap_resolver(original: Callable[..., Any], aux: Any) -> Callable[..., Any]:
+def _filling(original: Callable[..., Any], aux: Any) -> Callable[..., Any]:
     """``resolve_provider_client`` that fills the codex-login gap with side-task clients."""
-    if getattr(original, _MARK, False):
-        return original
     signature = inspect.signature(original)
 
-    @functools.wraps(original)
     def resolve_provider_client(*args: Any, **kwargs: Any) -> Any:
         try:
             bound = signature.bind(*args, **kwargs)
@@ -359,7 +357,6 @@ def wrap_resolver(original: Callable[..., Any], aux: Any) -> Callable[..., Any]:
             log.warning("codex-runtime: could not offer a codex side task", exc_info=True)
             return None, None
 
-    setattr(resolve_provider_client, _MARK, True)
     return resolve_provider_client
 
 
@@ -378,5 +375,5 @@ def install_side_tasks() -> bool:
     logger = logging.getLogger(aux.__name__)
     if _expected not in logger.filters:
         logger.addFilter(_expected)
-    aux.resolve_provider_client = wrap_resolver(original, aux)
-    return True
+    return wrap_in_place(aux.__name__, "resolve_provider_client",
+                         lambda original: _filling(original, aux), feature=feature)

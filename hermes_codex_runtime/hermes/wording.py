@@ -7,7 +7,7 @@ codex-level hint, the wire says "the codex binary setting"); the Hermes names ar
 from __future__ import annotations
 
 from hermes_codex_runtime.hermes import fixes
-from hermes_codex_runtime.hermes.config_file import config_path
+from hermes_codex_runtime.hermes.config.file import config_path
 from hermes_codex_runtime.protocol import FailureKind
 from hermes_codex_runtime.values import TurnResult
 from hermes_codex_runtime.wire.binary import INSTALL_HINT, SETTING_LABEL

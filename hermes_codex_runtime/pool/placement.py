@@ -44,8 +44,8 @@ class PoolLimits:
     #: A shared process (or an endpoint's connection) outlives its last session this long, so
     #: the next session starts no process. Only where codex unloads a closed session's thread
     #: at once (the runtime's ``thread_unload_delay_secs=0``): a process lingering with a
-    #: user's own delay would keep another process (``hermes chat --resume``) from resuming its
-    #: threads, so it ends at once. 0 here; a host chooses its own (Hermes: 300 s).
+    #: user's own delay would keep another process (a host's ``--resume``) from resuming its
+    #: threads, so it ends at once. 0 here; a host chooses its own.
     idle_grace: float = 0.0
 
 

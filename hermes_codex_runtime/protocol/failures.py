@@ -36,7 +36,7 @@ class FailureKind(StrEnum):
 
 
 #: Host-neutral hints: no host's config keys or commands. A host phrases its own fix from the
-#: failure's kind and ``source`` (the Hermes adapter: ``hermes/wording.py``).
+#: failure's kind and ``source`` (a host adapter's wording).
 _HINTS: dict[FailureKind, str] = {
     FailureKind.AUTH: "The codex login has expired or was revoked: run `codex login` (with the "
     "same CODEX_HOME) and try again.",

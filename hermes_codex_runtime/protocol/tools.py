@@ -1,6 +1,6 @@
 """Host tools codex may call back: codex's dynamic tools, as pure data.
 
-A host that wants codex to use one of ITS tools (Hermes' memory and skill tools for the background
+A host that wants codex to use one of ITS tools (its memory and skill tools for the background
 review, say) declares it on ``thread/start`` as a dynamic tool — an experimental part of the
 app-server API, so the connection must opt in with ``capabilities.experimentalApi``. codex then
 sends ``item/tool/call`` (``{threadId, turnId, callId, tool, namespace, arguments}``) and waits

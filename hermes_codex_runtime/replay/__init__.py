@@ -1,20 +1,19 @@
-"""Codex Replay for Hermes sessions: re-run a recorded session through codex, durably, and
-compare.
+"""Codex Replay: re-run a recorded session through codex, durably, and compare.
 
-A recorded session (Hermes' ``state.db``, a ``hermes sessions export`` file, or a Claude Code
-transcript) is replayed with one or more codex variants (model, effort), each in an isolated
-working copy at a chosen baseline and on its own codex thread, user turns in order, unattended.
-Every run lives in its own directory; its state survives the process that runs it, so a run can
-be cancelled, reconciled after a crash and resumed without running a turn twice. The report
-compares the original with every variant: text, tool calls, tokens, cost, and what changed on
-disk.
+A recorded session (one a host recorded, read through the host's :class:`~.sources.SessionSource`,
+or a Claude Code transcript) is replayed with one or more codex variants (model, effort), each
+in an isolated working copy at a chosen baseline and on its own codex thread, user turns in
+order, unattended. Every run lives in its own directory; its state survives the process that
+runs it, so a run can be cancelled, reconciled after a crash and resumed without running a
+turn twice. The report compares the original with every variant: text, tool calls, tokens,
+cost, and what changed on disk.
 
-Layers (each imports only those before it; none imports Hermes — the CLI passes what the Hermes
-adapter knows in as plain values: its recorded sessions as a source of transcripts, and the
+Layers (each imports only those before it; none imports a host — the host's CLI passes what
+it knows in as plain values: its recorded sessions as a source of transcripts, and the
 directories runs and controllers live in):
 
 * :mod:`.sources` — the transcript a replay replays, the session-source contract, and the
-  Claude Code reader (Hermes' own readers are the adapter's: ``hermes/sessions``).
+  Claude Code reader (a host's own readers are its adapter's).
 * :mod:`.store` — the run directory: state, log, per-turn records, path safety.
 * :mod:`.workspace` — baselines and isolated working copies.
 * :mod:`.plan` — what a run is: variants, turns, baseline, where codex runs.

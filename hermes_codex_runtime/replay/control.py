@@ -53,7 +53,7 @@ class ReplayError(ValueError):
 class ReplayContext:
     """What the host knows that a replay needs: its recorded sessions, where runs and web
     controllers live, and how codex is configured. The CLI fills it in from the host adapter
-    (:mod:`hermes_codex_runtime.hermes.replay_context`); nothing here reads a host."""
+    (:mod:`hermes_codex_runtime.hermes.replay.context`); nothing here reads a host."""
 
     sources: SessionSource
     runs_dir: Path

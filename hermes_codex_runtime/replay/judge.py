@@ -45,7 +45,7 @@ def candidate(transcript: Transcript, records: list[dict[str, Any]] | None,
               turns: list[int]) -> dict[str, Any]:
     """One side of the comparison, in the same shape for both sides (so the shape gives
     nothing away): the original (``records`` None) or a replay, on the replayed ``turns``. The
-    files changed are left out — Hermes does not record the original's."""
+    files changed are left out — the host does not record the original's."""
     out = []
     if records is None:
         for turn in transcript.turns:

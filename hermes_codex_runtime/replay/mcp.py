@@ -6,12 +6,8 @@ Newline-delimited JSON-RPC 2.0 (MCP's stdio transport). ``initialize`` answers w
 protocol version the client asked for when it is one this server speaks (else its newest),
 ``notifications/*`` get no reply, ``ping`` answers ``{}``, an unknown method is ``-32601``. A
 tool that fails returns ``isError: true`` with the reason as text — never a JSON-RPC error —
-so the agent sees why. Register it in Hermes' ``config.yaml``::
-
-    mcp_servers:
-      codex-replay:
-        command: hermes-codex-runtime
-        args: [replay, mcp]
+so the agent sees why. An agent's MCP configuration runs it as the command
+``hermes-codex-runtime replay mcp`` (the README shows the host's own entry).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 each with the original final answer and the tool calls made before it — and the readers that
 are no host's own: Claude Code transcripts (:func:`load_claude`).
 
-The host's own recorded sessions (for Hermes: ``state.db`` and its export files, in
-:mod:`hermes_codex_runtime.hermes.sessions`) come in through a :class:`SessionSource`, which
+The host's own recorded sessions (its session database and export files, read by its
+adapter) come in through a :class:`SessionSource`, which
 the host puts in the replay's context; the helpers here (:func:`text_of`,
 :func:`join_segments`, …) are shared with such readers.
 
@@ -43,7 +43,7 @@ class RecordedTurn:
 class Transcript:
     """A recorded session, ready to replay."""
 
-    kind: str  # the reader's name: "claude", or the host's ("hermes", "export")
+    kind: str  # the reader's name: "claude", or one of the host's own
     ref: str  # what the user named: a session id, or a file path (with "#id")
     session_id: str
     title: str | None
@@ -56,7 +56,7 @@ class Transcript:
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float | None = None
     tools_used: list[str] = field(default_factory=list)
-    #: Who recorded the session, for the report's words ("Hermes", "Claude Code").
+    #: Who recorded the session, for the report's words (the host's name, "Claude Code").
     recorder: str = "the original agent"
     #: The recorder's own tools that codex has a counterpart for (``None``: nothing comparable
     #: but known); any other tool the original used is one codex does not have.

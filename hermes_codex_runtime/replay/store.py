@@ -1,5 +1,5 @@
-"""The durable side of a replay run: one directory per run, under
-``$HERMES_HOME/codex-runtime/replays/<run-id>/``.
+"""The durable side of a replay run: one directory per run (``<run-id>/``) in the replays
+directory the host names.
 
 Layout::
 

@@ -42,7 +42,7 @@ from hermes_codex_runtime.replay.sources import SourceError, Transcript
 from hermes_codex_runtime.replay.store import ACTIVE, StoreError
 
 _RUN_ARGS: dict[str, Any] = {
-    "source": {"type": "string", "description": "a Hermes session id (or unique prefix), an "
+    "source": {"type": "string", "description": "a session id of the host (or unique prefix), an "
                                                 "export file path (FILE#ID), or a Claude Code "
                                                 ".jsonl path"},
     "models": {"type": "array", "items": {"type": "string"}, "maxItems": 8,

@@ -14,6 +14,18 @@ import sys
 from typing import Any
 
 PROTOCOL_VERSION = "2025-06-18"
+
+
+def server_table(log_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """An ``[mcp_servers.<name>]`` table of codex's ``config.toml`` that runs this server with
+    this interpreter (every message logged to ``log_path`` when given)."""
+    from pathlib import Path
+
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    if log_path is not None:
+        env["MOCK_MCP_LOG"] = os.fspath(log_path)
+    return {"command": sys.executable,
+            "args": ["-m", "hermes_codex_runtime.testing.mock_mcp_server"], "env": env}
 TOOLS = [
     {"name": "echo", "description": "Echo the given text back.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from hermes_codex_runtime.offline.provider import MockResponsesProvider
     from hermes_codex_runtime.testing.fake import FakeCodex
-    from hermes_codex_runtime.testing.mock_provider import MockResponsesProvider
     from hermes_codex_runtime.testing.schema import ProtocolSchema
     from hermes_codex_runtime.wire import AppServerConnection, CodexBinary
 
@@ -78,7 +78,7 @@ def experimental_schema(codex_binary: CodexBinary,
 @pytest.fixture
 def mock_provider() -> Iterator[MockResponsesProvider]:
     """A running mock Responses API provider on 127.0.0.1."""
-    from hermes_codex_runtime.testing.mock_provider import MockResponsesProvider
+    from hermes_codex_runtime.offline.provider import MockResponsesProvider
 
     with MockResponsesProvider() as provider:
         yield provider
@@ -87,8 +87,8 @@ def mock_provider() -> Iterator[MockResponsesProvider]:
 @pytest.fixture(scope="session")
 def _verified_offline_config(codex_binary: CodexBinary,
                              tmp_path_factory: pytest.TempPathFactory) -> bool:
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home, verify_codex_home
-    from hermes_codex_runtime.testing.mock_provider import MockResponsesProvider
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home, verify_codex_home
+    from hermes_codex_runtime.offline.provider import MockResponsesProvider
 
     with MockResponsesProvider() as provider:
         home = prepare_codex_home(tmp_path_factory.mktemp("codex-home-check"),
@@ -101,7 +101,7 @@ def _verified_offline_config(codex_binary: CodexBinary,
 def codex_home(codex_binary: CodexBinary, mock_provider: MockResponsesProvider,
                tmp_path: Path, _verified_offline_config: bool) -> Path:
     """A fresh CODEX_HOME whose model provider is ``mock_provider``."""
-    from hermes_codex_runtime.testing.codex_home import prepare_codex_home
+    from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
     return prepare_codex_home(tmp_path / "codex-home", mock_provider.base_url,
                               codex_bin=codex_binary.path)

@@ -15,7 +15,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from hermes_codex_runtime.testing.codex_home import OFFLINE_OVERRIDES, prepare_codex_home
+from hermes_codex_runtime.offline.codex_home import OFFLINE_OVERRIDES, prepare_codex_home
 from hermes_codex_runtime.wire import resolve_codex_binary, spawn_environment
 from hermes_codex_runtime.wire.proctree import reap, snapshot_descendants
 

@@ -1,9 +1,8 @@
 """Finding the codex binary and checking its version.
 
-Lookup order: an explicit setting (the host's, e.g. Hermes' ``model.codex_bin``), then
-``$CODEX_BIN``, then the binary
-bundled by the ``openai-codex-cli-bin`` package (``codex_cli_bin``), then ``PATH``. Every failure
-is a :class:`CodexBinaryError` whose ``fix`` says what to do.
+Lookup order: an explicit setting (the host's), then ``$CODEX_BIN``, then the binary bundled by
+the ``openai-codex-cli-bin`` package (``codex_cli_bin``), then ``PATH``. Every failure is a
+:class:`CodexBinaryError` whose ``fix`` says what to do.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ def tested_note(version: tuple[int, int, int]) -> str:
         return f"newer than the tested versions ({tested})"
     return f"not one of the tested versions ({tested})"
 
-#: Host-neutral: a host adds where ITS setting lives (the Hermes adapter names ``model.codex_bin``).
+#: Host-neutral: a host adds where ITS setting lives (its adapter names its own key).
 INSTALL_HINT = (
     "Install codex (`pip install openai-codex-cli-bin`, or npm `@openai/codex`), or point the "
     "codex binary setting (or $CODEX_BIN) at its full path."

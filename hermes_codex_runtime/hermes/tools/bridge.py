@@ -11,7 +11,7 @@ import importlib
 import json
 from typing import Any
 
-from hermes_codex_runtime.hermes.probe import symbol
+from hermes_codex_runtime.hermes.symbols.probe import symbol
 
 #: Hermes' Tool Search bridge: the tool that calls a tool listed behind ``tool_search``.
 BRIDGE_CALL = "tool_call"

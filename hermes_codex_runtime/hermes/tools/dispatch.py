@@ -27,7 +27,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_codex_runtime.hermes.probe import symbol, symbol_in
+from hermes_codex_runtime.hermes.symbols.probe import symbol, symbol_in
 from hermes_codex_runtime.hermes.tools.bridge import unwrapped
 from hermes_codex_runtime.hermes.tools.offer import CODEX_OWNS
 from hermes_codex_runtime.protocol import HostToolCall, HostToolOutput

@@ -1,0 +1,119 @@
+"""Which codex thread a Hermes session lives on, kept across processes: in the session database
+(``sessions.model_config``'s ``codex_thread_id`` / ``codex_thread_endpoint`` /
+``codex_thread_instructions`` / ``codex_thread_turns``) where the agent has one, and always in the
+plugin's own small file (:func:`~..config.paths.bindings_path`), so a session resumes its thread —
+on the remote app-server that holds it, if any, and only while Hermes' system prompt is the one the
+thread started with and the conversation has not lost turns the thread has seen (the runtime
+compares: :mod:`hermes_codex_runtime.continuity`). The file is rewritten (an ``fsync``) when a
+binding changes, not after every turn of the same binding: its turn count may lag, which only
+ever keeps a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from hermes_codex_runtime.bindings import ThreadBindings
+from hermes_codex_runtime.hermes.config.paths import bindings_path
+from hermes_codex_runtime.hermes.symbols.probe import swallowed
+
+log = logging.getLogger("hermes_codex_runtime.hermes")
+THREAD_KEY = "codex_thread_id"
+ENDPOINT_KEY = "codex_thread_endpoint"
+INSTRUCTIONS_KEY = "codex_thread_instructions"
+TURNS_KEY = "codex_thread_turns"
+#: The same binding is written to the file again after this long at most (its ``updated`` time
+#: decides which entries the file keeps when it is full).
+REWRITE_AFTER = 3600.0
+#: What this process last wrote to a binding file: (file, session) → (binding, when).
+_written: dict[tuple[str, str], tuple[tuple[Any, ...], float]] = {}
+
+
+def bindings() -> ThreadBindings:
+    """The plugin's own binding file."""
+    return ThreadBindings(bindings_path())
+
+
+def stored_thread(agent: Any) -> dict[str, Any] | None:
+    """The thread bound to the agent's session by an earlier process:
+    ``{"thread_id", "endpoint", "instructions", "turns"}`` (``None`` for what a binding lacks —
+    one from an older version has no instructions digest or turn count)."""
+    session_id = getattr(agent, "session_id", None)
+    if not session_id or getattr(agent, "_persist_disabled", False):
+        return None  # e.g. the review fork, which shares its parent's session id
+    config = _model_config(agent)
+    stored = {"thread_id": config.get(THREAD_KEY), "endpoint": config.get(ENDPOINT_KEY),
+              "instructions": config.get(INSTRUCTIONS_KEY), "turns": config.get(TURNS_KEY)}
+    if not _text(stored["thread_id"]):
+        stored = bindings().entry(str(session_id))
+    if not _text(stored.get("thread_id")):
+        return None
+    turns = stored.get("turns")
+    return {**{key: _text(stored.get(key)) for key in ("thread_id", "endpoint", "instructions")},
+            "turns": turns if isinstance(turns, int) and not isinstance(turns, bool) else None}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _model_config(agent: Any) -> dict[str, Any]:
+    """The session's ``model_config`` in state.db, if the agent has a database."""
+    db = getattr(agent, "_session_db", None)
+    session_id = getattr(agent, "session_id", None)
+    if db is None or not hasattr(db, "get_session") or not session_id:
+        return {}
+    try:
+        row = db.get_session(session_id)
+        raw = row["model_config"] if row else None
+        value = json.loads(raw) if raw else {}
+        return value if isinstance(value, dict) else {}
+    except Exception:
+        swallowed("reading the codex thread binding from state.db")
+    return {}
+
+
+def bind_thread(agent: Any, thread_id: str, endpoint: str | None, instructions: str,
+                turns: int | None) -> None:
+    """Persist the binding with the session (after the turn's transcript is committed): the
+    remote app-server holding the thread, so a resume goes where its rollout is, the digest
+    of the instructions it started with and the user turns it has seen."""
+    session_id = getattr(agent, "session_id", None)
+    if not session_id or getattr(agent, "_persist_disabled", False):
+        return
+    stored = False
+    db = getattr(agent, "_session_db", None)
+    write = getattr(db, "_execute_write", None)
+    if callable(write):
+        try:
+            write(lambda conn: conn.execute(
+                "UPDATE sessions SET model_config = json_set(COALESCE(model_config, '{}'), "
+                f"'$.{THREAD_KEY}', ?, '$.{ENDPOINT_KEY}', ?, '$.{INSTRUCTIONS_KEY}', ?, "
+                f"'$.{TURNS_KEY}', ?) WHERE id = ?",
+                (thread_id, endpoint, instructions, turns, session_id)))
+            stored = True
+        except Exception:
+            swallowed("storing the codex thread binding in state.db")
+    init_config = getattr(agent, "_session_init_model_config", None)
+    if isinstance(init_config, dict):
+        init_config[THREAD_KEY] = thread_id  # survives a compression-rotated session id
+        init_config[ENDPOINT_KEY] = endpoint
+        init_config[INSTRUCTIONS_KEY] = instructions
+        init_config[TURNS_KEY] = turns
+    platform = getattr(agent, "platform", "")
+    where = (str(bindings_path()), str(session_id))
+    binding = (thread_id, endpoint, instructions, platform)  # not the turns: they may lag
+    last = _written.get(where)
+    if last is not None and last[0] == binding and time.monotonic() - last[1] < REWRITE_AFTER:
+        return
+    try:
+        bindings().set(str(session_id), thread_id, platform=platform, endpoint=endpoint,
+                       instructions=instructions, turns=turns)
+        _written[where] = (binding, time.monotonic())
+    except OSError:
+        if not stored:
+            log.warning("codex-runtime: could not store the codex thread binding",
+                        exc_info=True)
