@@ -116,7 +116,8 @@ def probe(binary: str, *, timeout: float = PROBE_TIMEOUT) -> Verdict:
             mp.apply_patch(mp.add_file_patch("guarded/added", ["patched"])),
             mp.text("done"))
         provider.start()
-        home = prepare_codex_home(root / "codex-home", provider.base_url, codex_bin=binary)
+        home = prepare_codex_home(root / "codex-home", provider.base_url, codex_bin=binary,
+                                  catalog_timeout=min(timeout, 60.0))
         walls = Walls(deny_read=(str(guard / "secret"), str(guard / "private")),
                       protect=(str(guard),))
         if not _run_turn(binary, home, workspace, walls, timeout):
@@ -125,8 +126,9 @@ def probe(binary: str, *, timeout: float = PROBE_TIMEOUT) -> Verdict:
                    for item in body.get("input", ()) if isinstance(item, dict)
                    and item.get("type") in ("function_call_output", "custom_tool_call_output")]
         return _judge(outputs, marker, workspace, guard, binary, time.monotonic() - started)
-    except (OSError, WireError, RuntimeError, KeyError, TypeError) as exc:
-        return Verdict(None, f"the probe could not run: {redact(str(exc))}", binary)
+    except Exception as exc:  # whatever the binary does, the verdict is "unknown": the fallback
+        return Verdict(None, f"the probe could not run: {redact(str(exc)) or type(exc).__name__}",
+                       binary)
     finally:
         provider.stop()
         shutil.rmtree(root, ignore_errors=True)

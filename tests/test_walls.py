@@ -136,6 +136,41 @@ def test_a_verdict_is_kept_per_binary_and_a_changed_binary_is_probed_again(tmp_p
     assert cache.get(str(binary)) is None
 
 
+#: What a codex binary that cannot prove the walls does when asked for its model catalog.
+BROKEN_BINARIES = {
+    "prints something that is not JSON": 'echo "codex wrapper 1.0: ready"',
+    "prints nothing": "exit 0",
+    "crashes": 'echo "segmentation fault" >&2; exit 139',
+    "hangs": "exec sleep 30",
+}
+
+
+@pytest.mark.parametrize("behaviour", sorted(BROKEN_BINARIES))
+def test_a_probe_that_cannot_run_gives_the_fallback_with_its_reason_and_never_raises(
+        tmp_path, behaviour):
+    """``walls.probe`` on a binary that answers ``codex debug models --bundled`` with non-JSON,
+    nothing, a crash or a hang: an unknown verdict (the read-only fallback), saying what the
+    binary did — within the probe's time, not codex's own minute."""
+    import time
+
+    from hermes_codex_runtime.walls import fallback_notice, probe
+
+    binary = tmp_path / behaviour.replace(" ", "-") / "codex"
+    binary.parent.mkdir()
+    binary.write_text(f"#!/bin/sh\n{BROKEN_BINARIES[behaviour]}\n")
+    binary.chmod(0o755)
+    started = time.monotonic()
+    verdict = probe(str(binary), timeout=3.0)
+    assert time.monotonic() - started < 20
+    assert verdict.held is None, verdict
+    assert verdict.detail.startswith("the probe could not run: `codex debug models --bundled`")
+    expected = {"prints something that is not JSON": "'codex wrapper 1.0: ready'",
+                "prints nothing": "'nothing'", "crashes": "failed (139)",
+                "hangs": "did not answer within 3s"}[behaviour]
+    assert expected in verdict.detail
+    assert "commands run read-only" in fallback_notice(verdict)
+
+
 def test_a_token_file_others_can_read_is_named_with_the_fix(tmp_path, caplog):
     from hermes_codex_runtime.pool import EndpointSpec
     from hermes_codex_runtime.pool.remote import exposed_token_file, read_token

@@ -49,37 +49,45 @@ def scratch_environment() -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _bundled_models(codex_bin: str) -> tuple[str, ...]:
+def _bundled_models(codex_bin: str, timeout: float = 60.0) -> tuple[str, ...]:
+    """The binary's bundled model catalog; a :class:`CodexConfigError` saying what the binary
+    did instead (failed, hung, printed something else)."""
+    what = "`codex debug models --bundled`"
     env = scratch_environment()
     try:
         proc = subprocess.run(
             [codex_bin, "debug", "models", "--bundled"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout,
             stdin=subprocess.DEVNULL,
             check=False,
             env=env,
         )
+    except subprocess.TimeoutExpired:
+        raise CodexConfigError(f"{what} did not answer within {timeout:g}s") from None
     finally:
         import shutil
 
         shutil.rmtree(env["CODEX_HOME"], ignore_errors=True)
     if proc.returncode != 0:
-        raise CodexConfigError(
-            f"`codex debug models --bundled` failed ({proc.returncode}): {proc.stderr[-500:]}"
-        )
-    data = json.loads(proc.stdout)
-    models = data["models"] if isinstance(data, dict) else data
-    return tuple(json.dumps(model) for model in models)
+        raise CodexConfigError(f"{what} failed ({proc.returncode}): {proc.stderr[-500:]}")
+    try:
+        data = json.loads(proc.stdout)
+        models = data["models"] if isinstance(data, dict) else data
+        return tuple(json.dumps(dict(model)) for model in models)
+    except (ValueError, KeyError, TypeError):
+        shown = " ".join(proc.stdout.split())[:80] or "nothing"
+        raise CodexConfigError(f"{what} printed no model catalog ({shown!r})") from None
 
 
 def model_catalog(codex_bin: str, model: str = MOCK_MODEL,
                   context_window: int = MOCK_CONTEXT_WINDOW,
-                  extra_models: Sequence[str] = ()) -> dict[str, Any]:
+                  extra_models: Sequence[str] = (),
+                  catalog_timeout: float = 60.0) -> dict[str, Any]:
     """A catalog derived from the binary's bundled catalog: ``model`` (and ``extra_models``,
     e.g. a second mock model for replay variants), each a renamed copy of one bundled entry."""
-    models = [json.loads(entry) for entry in _bundled_models(codex_bin)]
+    models = [json.loads(entry) for entry in _bundled_models(codex_bin, catalog_timeout)]
     if not models:
         raise CodexConfigError("codex has no bundled model catalog to derive the mock model from")
     by_slug = {m.get("slug"): m for m in models}
@@ -142,6 +150,7 @@ def prepare_codex_home(
     env_key: str | None = None,
     extra_models: Sequence[str] = (),
     requires_openai_auth: bool = False,
+    catalog_timeout: float = 60.0,
 ) -> Path:
     """Write ``config.toml`` (and the model catalog) into ``directory`` and return it.
 
@@ -149,7 +158,8 @@ def prepare_codex_home(
     exit before answering ``initialize`` — pass it on ``thread/start`` instead. ``env_key``
     names the environment variable holding the provider's API key (sent as a bearer token);
     ``requires_openai_auth`` makes the provider want a codex login (its API key or ChatGPT
-    token is then the bearer), as OpenAI's own provider does.
+    token is then the bearer), as OpenAI's own provider does. ``catalog_timeout`` bounds the
+    binary's answer for its bundled catalog.
     """
     if approval_policy == "untrusted":
         raise ValueError("approval_policy 'untrusted' in config.toml makes codex exit at start-up;"
@@ -158,7 +168,7 @@ def prepare_codex_home(
     home.mkdir(parents=True, exist_ok=True)
     catalog_path = home / "mock-model-catalog.json"
     catalog_path.write_text(json.dumps(model_catalog(codex_bin, model, context_window,
-                                                     extra_models)))
+                                                     extra_models, catalog_timeout)))
     feature_table = {"plugins": False, "unbounded_connection_retries": False}
     feature_table.update(features or {})
     lines = [
