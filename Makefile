@@ -18,8 +18,8 @@ STAMP    = $(VENV)/.installed-test
         compat-manifest codex-npm
 
 # An editable install has no wheel root: the start-up hook the wheel puts into site-packages
-# (hermes_codex_runtime/hermes/installing/early.py) is copied there by hand, so the dev venvs run as a
-# user's install does.
+# (hermes_codex_runtime/hermes/installing/early.py) is copied there by hand, so the dev venvs
+# run as a user's install does.
 export INSTALL_PTH = import shutil, sysconfig; shutil.copy('hermes_codex_runtime/hermes/hermes_codex_runtime.pth', sysconfig.get_paths()['purelib'])
 
 $(STAMP): pyproject.toml
