@@ -331,13 +331,10 @@ class CodexRuntime:
         closing the old one, e.g. a gateway after ``/stop``) is closed, so the new agent resumes
         the thread instead of starting a fresh one."""
         with self._lock:
-            holders = [session for k, record in self._agents.items()
+            holders = [record.drop_session() for k, record in self._agents.items()
                        if k != key and (session := record.session) is not None
                        and session.thread_id == thread_id and session.active_turn_id is None]
-            for record in self._agents.values():
-                if record.session in holders:
-                    record.drop_session()
-        for session in holders:
+        for session in filter(None, holders):
             log.info("closing an idle codex session that still held thread %s", thread_id)
             session.close()
 
