@@ -397,7 +397,7 @@ def main() -> None:
         times.sort()
         out["turn_ms"] = 1000 * times[len(times) // 2]
         out["rss_mib"] = rss_mib()
-    elif scenario in ("stream", "approval", "output"):
+    elif scenario in ("stream", "approval", "command", "output"):
         client.turn(thread_id, "warm up")
         walls, cpus = [], []
         for _ in range(1 if scenario == "output" else int(config.get("repeats", 1))):

@@ -10,7 +10,10 @@ binary and the loopback mock model, a fresh codex home and Hermes home each:
   ``BENCH_FIRST_REPS`` (3) times, interleaved. Each layout has one Hermes home and codex home
   for all its gateways, first used by an untimed gateway (a fresh install's very first turn —
   the sandbox walls probed, codex's state created — is reported on its own): what is measured is
-  a gateway (re)started on a machine that has run it before. Targets: every one of 8
+  a gateway (re)started on a machine that has run it before. Then, ``BENCH_FIRST_REPS``
+  times per layout, the first turn of a gateway on a NEW Hermes home and codex home (a new
+  profile, a fresh container) on that machine — the user's cache kept, as a user's is.
+  Targets: every one of 8
   concurrent first turns finishes within 2× one first turn's time; the plugin's first turn
   against Hermes' own. Then, per layout on ONE gateway each, ``BENCH_SEQUENTIAL_RUNS`` (20)
   runs of new sessions one after another, as an API client makes them (after one untimed run),
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +148,9 @@ def run_first_turns(codex_bin: str, provider_url: str) -> dict[str, Any]:
     reps = int(os.environ.get("BENCH_FIRST_REPS", "3"))
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     installed: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="hcr-first-") as tmp:
+    fresh: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="hcr-first-") as tmp, \
+            _user_cache(Path(tmp) / "user-cache"):
         bench = fleet.Bench(codex_bin, provider_url, Path(tmp))
         installs = {layout: Install(bench, f"first-{layout}", layout) for layout in layouts}
         for layout, install in installs.items():  # a fresh install's very first turn
@@ -152,6 +158,13 @@ def run_first_turns(codex_bin: str, provider_url: str) -> dict[str, Any]:
             installed[layout] = entry.get("max_ms", entry.get("error"))
             print(f"  a fresh install's first turn, {layout}: {installed[layout]} ms",
                   flush=True)
+        for rep in range(reps):  # a new Hermes home (a profile, a container) on this machine
+            for layout in layouts if rep % 2 == 0 else list(reversed(layouts)):
+                entry = measure_first_turns(Install(bench, f"fresh-{layout}-{rep}", layout), 1,
+                                            f"fresh{rep}")
+                fresh.setdefault(layout, []).append(entry)
+                print(f"  a fresh home's first turn, {layout}: "
+                      f"{entry.get('max_ms', entry.get('error'))} ms", flush=True)
         for rep in range(reps):
             for n in ns:
                 for layout in layouts if rep % 2 == 0 else list(reversed(layouts)):
@@ -161,8 +174,40 @@ def run_first_turns(codex_bin: str, provider_url: str) -> dict[str, Any]:
                           f"{entry.get('latencies_ms', entry.get('error'))}", flush=True)
         sequential = run_sequential(installs)
     return {"host": _host(), "reps": reps, "install_first_turn_ms": installed, "runs": runs,
-            "sequential": sequential,
-            "targets": first_turn_targets(runs) + sequential_targets(sequential)}
+            "fresh_home": fresh, "sequential": sequential,
+            "targets": first_turn_targets(runs) + fresh_home_targets(fresh)
+            + sequential_targets(sequential)}
+
+
+@contextlib.contextmanager
+def _user_cache(path: Path) -> Iterator[None]:
+    """The user's cache directory of every process started inside: empty at first, as on a
+    machine that never ran codex, then shared, as by every Hermes home of one user."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = previous
+
+
+def fresh_home_targets(fresh: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The first turn of a fresh gateway on a fresh Hermes home and codex home, on a machine
+    that has run this codex before: the plugin's ≤ Hermes' own runtime's (medians)."""
+    def median(layout: str) -> float | None:
+        values = [e["median_ms"] for e in fresh.get(layout, []) if e.get("median_ms")
+                  and not e.get("errors")]
+        return statistics.median(values) if values else None
+
+    ours, builtin = median("shared"), median("builtin")
+    if not (ours and builtin):
+        return []
+    return [{"name": "a fresh Hermes home's first turn ≤ Hermes' own runtime's",
+             "figure": round(ours / builtin, 2), "limit": 1.0, "met": ours <= builtin,
+             "detail": f"{ours} ms vs {builtin} ms"}]
 
 
 def measure_sequential(install: Install, runs: int, tag: str) -> dict[str, Any]:

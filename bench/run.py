@@ -55,7 +55,7 @@ from hermes_codex_runtime.testing.schema import ProtocolSchema  # noqa: E402
 from hermes_codex_runtime.wire import probe_version, resolve_codex_binary  # noqa: E402
 
 CLIENTS = ["raw", "ours", "ours-agent", "hermes", "hermes-agent", "sdk"]
-SCENARIOS = ["cold", "warm", "stream", "approval", "output", "flood", "close"]
+SCENARIOS = ["cold", "warm", "stream", "approval", "command", "output", "flood", "close"]
 #: a command that prints 5 MB (50,000 lines) after codex has announced it: all of it streams
 OUTPUT_COMMAND = "sleep 0.5; head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99"
 #: Scenarios of bench/fleet.py, and the knee (bench/knee.py).
@@ -112,6 +112,9 @@ def script(provider: mp.MockResponsesProvider, fake: FakeCodex, scenario: str) -
     elif scenario == "approval":
         provider.enqueue(mp.text("ok"), *[step for _ in range(REPEATS) for step in (
             mp.exec_command("echo approved", escalated=True), mp.text("done"))])
+    elif scenario == "command":  # run in the sandbox, nothing to approve
+        provider.enqueue(mp.text("ok"), *[step for _ in range(REPEATS) for step in (
+            mp.exec_command("true"), mp.text("done"))])
     elif scenario == "output":
         provider.enqueue(mp.text("ok"), mp.exec_command(OUTPUT_COMMAND), mp.text("done"))
     elif scenario == "flood":
@@ -331,6 +334,7 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list
         "stream": [("turn_ms", "2,000-delta turn ms"), ("cpu_ms", "client CPU, stream turn ms")],
         "approval": [("turn_ms", "approval turn ms"), ("cpu_ms", "client CPU, approval turn ms"),
                      ("approval_delay_ms", "approval delay ms")],
+        "command": [("turn_ms", "sandboxed command turn ms")],
         "output": [("turn_ms", "5 MB command output turn ms")],
         "flood": [("deltas_per_s", "flood deltas/s"), ("peak_rss_mib", "flood peak RSS MiB")],
         "close": [("close_ms", "close() with a grandchild ms"), ("orphans", "orphans left")],
@@ -360,7 +364,20 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]], clients: list
             table[label] = row
     return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "codex": version,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores", "clients": clients,
-            "table": table, "errors": errors}
+            "table": table, "errors": errors, "turn_targets": turn_targets(table)}
+
+
+def turn_targets(table: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn whose model runs one command in the sandbox, through a Hermes agent: the plugin's
+    (its walls on) ≤ 1.1× Hermes' own runtime's (no walls), medians."""
+    row = table.get("sandboxed command turn ms", {})
+    ours, builtin = row.get("ours-agent"), row.get("hermes-agent")
+    if not (ours and builtin):
+        return []
+    figure = ours["median"] / builtin["median"]
+    return [{"name": "a sandboxed-command turn through an agent ≤ 1.1× Hermes' own runtime's",
+             "figure": round(figure, 2), "limit": 1.1, "met": figure <= 1.1,
+             "detail": f"{_fmt(ours['median'])} ms vs {_fmt(builtin['median'])} ms"}]
 
 
 def write(report: dict[str, Any]) -> None:
@@ -418,6 +435,10 @@ def render(report: dict[str, Any]) -> str:
     lines.append(f"- history seed of 10,000 messages: {_fmt(seed['median'])} ms "
                  f"({_fmt(seed['min'])}–{_fmt(seed['max'])})")
     lines.append(f"- wall time of the run: {report['wall_s']:.0f} s")
+    for check in report.get("turn_targets", []):
+        verdict = {True: "met", False: "MISSED"}[check["met"]]
+        lines.append(f"- target {check['name']}: {verdict} — {check['figure']}× "
+                     f"({check['detail']})")
     for client, check in report.get("flood_delivery", {}).items():
         got = ", ".join(f"{d:,}" for d in check["delivered"])
         verdict = "whole" if check["whole"] else "TEXT LOST"

@@ -8,8 +8,8 @@ same ``thread/start`` profile a session sends, to ``cat`` a denied file and a fi
 directory, append to a file in a protected directory inside the writable workspace, write an
 ordinary workspace file, and patch a new file into the protected directory. The walls hold when
 neither secret reaches the model, the protected directory is unchanged and the ordinary write
-worked. The verdict is kept per binary (:class:`~.wire.walls.VerdictCache`), so a binary is
-probed once.
+worked. The verdict is kept per binary — by its content, in a file every home of the user shares
+(:class:`~.wire.verdicts.VerdictCache`) — so a binary is probed once.
 
 :func:`thread_walls` is what a session asks before it starts a thread: the host's paths and
 codex's own, shaped for what codex can enforce in the thread's writable places
@@ -53,10 +53,8 @@ from hermes_codex_runtime.wire import (
     resolve_codex_binary,
 )
 from hermes_codex_runtime.wire.codex_config import codex_home_path, sandbox_defaults
+from hermes_codex_runtime.wire.verdicts import Verdict, VerdictCache
 from hermes_codex_runtime.wire.walls import (
-    Verdict,
-    VerdictCache,
-    binary_key,
     codex_own,
     search_path_dirs,
     shape,
@@ -82,14 +80,15 @@ def verify(codex_bin: str | None, cache: str | os.PathLike[str] | None = None, *
         binary = resolve_codex_binary(codex_bin).path
     except WireError as exc:
         return Verdict(None, f"no codex binary to probe ({redact(str(exc))})", codex_bin or "")
-    key = binary_key(binary)
+    kept = VerdictCache(cache)
+    key = kept.key(binary)
     with _guard:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
-        known = _memo.get(key) or VerdictCache(cache).get(binary)
+        known = _memo.get(key) or kept.get(binary, key)
         if known is None:
             known = probe(binary, timeout=timeout)
-            VerdictCache(cache).put(known)
+            kept.put(known)
         _memo[key] = known
         return known
 
@@ -222,9 +221,9 @@ def thread_walls(settings: SessionSettings, *, endpoint: str | None = None) -> T
     planned = decide(walls=asked, held=True)
     if planned.status != UP:
         return decide(walls=asked, held=None)  # no profile to rely on: nothing to probe
+    verdict = verify(settings.codex_bin, settings.walls_cache)  # first: it may make its file
     shaped = shape(asked, cwd=settings.cwd, writable=writable_roots(
         planned.mode, settings.cwd, tmpdir=env.get("TMPDIR"), extra=user.writable_roots))
-    verdict = verify(settings.codex_bin, settings.walls_cache)
     result = decide(walls=shaped.walls, held=verdict.held)
     if result.status == FALLBACK:  # read-only: nothing a link could be changed by
         note = fallback_notice(verdict)

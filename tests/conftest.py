@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -227,6 +228,20 @@ def make_runtime(codex_binary, codex_home, tmp_path, protocol_schema, experiment
         schema = experimental_schema if conn.experimental else protocol_schema
         problems.extend(conn.wire_problems(schema))
     assert problems == [], problems
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory):
+    """The user's cache directory for this run, empty as on a clean machine and shared by every
+    process of the run: what the plugin keeps there (the walls' verdicts per codex binary) is
+    proved once per run, whatever this machine's own cache holds."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("user-cache"))
+    yield Path(os.environ["XDG_CACHE_HOME"])
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ redaction of every password spelling a command line can carry (property tests)."
 from __future__ import annotations
 
 import os
+import shutil
 import string
 
 import pytest
@@ -22,7 +23,8 @@ from hermes_codex_runtime.protocol.permissions import (
     thread_permissions,
 )
 from hermes_codex_runtime.wire.redact import redact
-from hermes_codex_runtime.wire.walls import Verdict, VerdictCache, shape
+from hermes_codex_runtime.wire.verdicts import Verdict, VerdictCache
+from hermes_codex_runtime.wire.walls import shape
 
 WALLS = Walls(deny_read=("/h/.env",), protect=("/h",))
 
@@ -124,16 +126,48 @@ def test_a_profile_is_shaped_to_what_codex_can_enforce(tmp_path):
     assert read_only.walls.deny_read == (str(home / "keys" / "a.pem"),)
 
 
-def test_a_verdict_is_kept_per_binary_and_a_changed_binary_is_probed_again(tmp_path):
-    binary = tmp_path / "codex"
-    binary.write_text("#!/bin/sh\n")
-    cache = VerdictCache(tmp_path / "state" / "walls.json")
-    cache.put(Verdict(None, "could not tell", str(binary)))
-    assert cache.get(str(binary)) is None  # unknown is never kept
-    cache.put(Verdict(True, "held", str(binary)))
-    assert VerdictCache(tmp_path / "state" / "walls.json").get(str(binary)).held is True
-    binary.write_text("#!/bin/sh\n# another release\n")
-    assert cache.get(str(binary)) is None
+def test_a_verdict_is_kept_by_the_binarys_content_so_a_copy_elsewhere_is_not_probed_again(
+        tmp_path, monkeypatch):
+    """The verdicts live in one file per user, keyed by what the binary is: the same binary in
+    another place (a new home's venv, a container's image) takes the kept verdict without a
+    probe; a changed binary is probed again; an unknown verdict is never kept."""
+    from hermes_codex_runtime import walls
+    from hermes_codex_runtime.wire import verdicts
+
+    probed = []
+
+    def probe(binary, *, timeout):
+        probed.append(binary)
+        return Verdict(True, "held", binary)
+
+    monkeypatch.setattr(walls, "probe", probe)
+    binary = tmp_path / "venv" / "codex"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n# release 1\n")
+    binary.chmod(0o755)
+    path = tmp_path / "cache" / "walls.json"
+    VerdictCache(path).put(Verdict(None, "could not tell", str(binary)))
+    assert VerdictCache(path).get(str(binary)) is None and not path.exists()
+    assert walls.verify(str(binary), path).held is True and probed == [str(binary)]
+    assert VerdictCache(path).get(str(binary)).held is True
+    # a new process: nothing in memory; the file remembers the binary's digest, no re-hashing
+    monkeypatch.setattr(verdicts, "_digests", {})
+    monkeypatch.setattr(walls, "_memo", {})
+    hashed = []
+    real_hash = verdicts._hash
+    monkeypatch.setattr(verdicts, "_hash", lambda path: hashed.append(path) or real_hash(path))
+    assert walls.verify(str(binary), path).held is True and probed == [str(binary)]
+    assert hashed == []
+
+    copy = tmp_path / "container" / "codex"
+    copy.parent.mkdir()
+    shutil.copy(binary, copy)  # another path, inode and mtime; the same content
+    assert walls.verify(str(copy), path).held is True and probed == [str(binary)]
+
+    binary.write_text("#!/bin/sh\n# release 2, patched\n")
+    assert VerdictCache(path).get(str(binary)) is None
+    assert walls.verify(str(binary), path).held is True and probed == [str(binary)] * 2
+    assert VerdictCache(path).get(str(copy)).held is True  # the first release's verdict stays
 
 
 #: What a codex binary that cannot prove the walls does when asked for its model catalog.

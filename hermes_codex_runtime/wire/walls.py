@@ -1,9 +1,6 @@
-"""The local side of the walls: the shape of a profile codex can enforce, and the record of
-whether the walls held on a binary.
+"""The local side of the walls: the shape of a profile codex can enforce.
 
-Owns two things:
-
-* :func:`shape` — what of a :class:`~hermes_codex_runtime.protocol.permissions.Walls` to send
+Owns :func:`shape` — what of a :class:`~hermes_codex_runtime.protocol.permissions.Walls` to send
   for a thread, given the places its commands may write (:func:`writable_roots`). codex's
   sandbox (bubblewrap on Linux) mounts over every path in the profile at every command, and
   some paths are trouble (verified on 0.163 and 0.171, docs/codex-facts.md):
@@ -24,24 +21,17 @@ Owns two things:
 
   :func:`search_path_dirs` gives the ``PATH`` directories that are walls of their own (codex
   takes ``bwrap`` from ``PATH`` before its bundled one).
-* :class:`VerdictCache` — the probe's verdict per binary (its real path, size and mtime, the
-  ``bwrap`` on ``PATH``, the kernel, the user), kept in a JSON file so a binary is probed once,
-  not once per process.
+
+The verdicts that say whether a profile can be relied on are kept in :mod:`.verdicts`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import glob
-import hashlib
-import json
 import logging
 import os
-import shutil
-import tempfile
-import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_codex_runtime.protocol.permissions import Exposure, Walls
@@ -49,8 +39,6 @@ from hermes_codex_runtime.protocol.permissions import Exposure, Walls
 log = logging.getLogger(__name__)
 
 _GLOB = set("*?[")
-#: Bumped when the probe changes what it proves (old verdicts are then probed again).
-PROBE_VERSION = 2
 #: At most this many paths one glob of the host's expands to (the rest are left out, logged).
 MAX_GLOB_MATCHES = 512
 _NONE, _READ = "none", "read"
@@ -156,41 +144,6 @@ def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
                  creatable=creatable)
 
 
-# ---------------------------------------------------------------------- verdicts
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What the probe found on one binary. ``held`` is ``None`` when it could not tell."""
-
-    held: bool | None
-    detail: str
-    binary: str
-    checked: float = 0.0
-
-
-def _identity(path: str | None) -> str:
-    if not path:
-        return "-"
-    real = os.path.realpath(path)
-    try:
-        info = os.stat(real)
-    except OSError:
-        return f"{real}:missing"
-    return f"{real}:{info.st_size}:{info.st_mtime_ns}"
-
-
-def binary_key(binary: str, search_path: str | None = None) -> str:
-    """A binary's identity for the cache: its real path, size and mtime; the ``bwrap`` on
-    ``search_path`` (default: ``$PATH``) — codex prefers it to its own, so another one there
-    is another sandbox; the kernel and the user; and what the probe proves."""
-    bwrap = shutil.which("bwrap", path=search_path if search_path is not None
-                         else os.environ.get("PATH", ""))
-    raw = (f"{_identity(binary)}|{_identity(bwrap)}|{os.uname().release}|{os.geteuid()}|"
-           f"{PROBE_VERSION}")
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
 #: What codex keeps in its home that no command may read: its credentials, and every user's
 #: conversations (rollouts, history, its SQLite databases and their write-ahead logs, logs,
 #: queued input, memories, attachments). codex reads them itself, outside the sandbox; its
@@ -224,48 +177,3 @@ def search_path_dirs(search_path: str | None, cwd: str | None) -> tuple[str, ...
             continue
         found.append(entry)
     return tuple(dict.fromkeys(found))
-
-
-class VerdictCache:
-    """Verdicts by :func:`binary_key` in one JSON file (``None``: nothing is kept)."""
-
-    def __init__(self, path: str | os.PathLike[str] | None) -> None:
-        self.path = Path(path) if path else None
-
-    def _read(self) -> dict[str, dict[str, object]]:
-        if self.path is None:
-            return {}
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def get(self, binary: str) -> Verdict | None:
-        """The kept verdict for ``binary``, if any (unknown verdicts are never kept)."""
-        entry = self._read().get(binary_key(binary))
-        if not isinstance(entry, dict) or not isinstance(entry.get("held"), bool):
-            return None
-        return Verdict(held=bool(entry["held"]), detail=str(entry.get("detail") or ""),
-                       binary=str(entry.get("binary") or binary),
-                       checked=float(entry.get("checked") or 0.0))  # type: ignore[arg-type]
-
-    def put(self, verdict: Verdict) -> None:
-        """Keep a definite verdict (written atomically; a failure to write is only logged)."""
-        if self.path is None or verdict.held is None:
-            return
-        data = self._read()
-        data[binary_key(verdict.binary)] = asdict(verdict) | {"checked": verdict.checked
-                                                              or time.time()}
-        tmp: str | None = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".walls-")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=1)
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            log.warning("could not keep the sandbox probe's verdict in %s: %s", self.path, exc)
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)

@@ -1,13 +1,17 @@
-"""Every file and directory the plugin keeps under ``$HERMES_HOME/codex-runtime/``.
+"""Every file and directory the plugin keeps: under ``$HERMES_HOME/codex-runtime/``, and in
+the user's cache directory.
 
 One function per place, so the layout is written down once: the process registry (orphan
 reaping), the thread bindings (where the host has no session database), the app-server status
-files (``status``), the verdict of the sandbox-walls probe, and Codex Replay's runs,
-controllers and price table. (The Hermes paths the walls protect are :mod:`.walled`'s.)
+files (``status``), and Codex Replay's runs, controllers and price table in the Hermes home; the
+verdicts of the sandbox-walls probe in the user's cache, shared by every Hermes home (and
+profile) of the user, since they are about a codex binary on this machine, not about a home.
+(The Hermes paths the walls protect are :mod:`.walled`'s.)
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hermes_codex_runtime.hermes.config.settings import hermes_home
@@ -48,6 +52,14 @@ def prices_path() -> Path:
     return plugin_home() / "prices.yaml"
 
 
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/hermes-codex-runtime`` (default ``~/.cache/hermes-codex-runtime``):
+    what the plugin keeps for every Hermes home of the user."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / \
+        "hermes-codex-runtime"
+
+
 def walls_cache_path() -> Path:
-    """Where the verdict of the sandbox probe is kept per codex binary."""
-    return plugin_home() / "walls.json"
+    """Where the verdict of the sandbox probe is kept per codex binary (by its content)."""
+    return user_cache_dir() / "walls.json"

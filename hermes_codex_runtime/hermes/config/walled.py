@@ -15,7 +15,8 @@ secrets and conversations, and its home, the runtime adds itself).
 * **Read-only** for them, even inside a writable workspace (the gateway runs in the home
   directory): ``HERMES_HOME`` (config, ``SOUL.md``, plugins, skills, memories), ``~/.ssh``,
   the shell's start-up files, ``~/.config/autostart`` and the user's systemd units, the git
-  directory of a Hermes checkout (its hooks run as the user), and ``model.codex_protect``.
+  directory of a Hermes checkout (its hooks run as the user), the plugin's directory in the
+  user's cache (the walls' verdicts), and ``model.codex_protect``.
 
 It also says, once per process, when a session's workspace is the home directory.
 """
@@ -29,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hermes_codex_runtime.hermes.config.paths import user_cache_dir
 from hermes_codex_runtime.hermes.config.settings import (
     PluginSettings,
     hermes_home,
@@ -140,6 +142,7 @@ def protect(settings: PluginSettings) -> tuple[str, ...]:
     checkout = hermes_checkout_git()
     if checkout:
         paths.append(checkout)
+    paths.append(str(user_cache_dir()))  # the walls' verdicts: a forged one would be trusted
     paths += settings.protect
     return tuple(dict.fromkeys(paths))
 
