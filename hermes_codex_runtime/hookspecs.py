@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from hermes_codex_runtime.events import CodexEvent
     from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
     from hermes_codex_runtime.usage import UsageReport
     from hermes_codex_runtime.values import (
         ApprovalRequest,
-        CodexEvent,
         SessionSettings,
         TurnContext,
         TurnResult,
@@ -94,7 +94,8 @@ def codex_tool_call(agent: Any, call: HostToolCall,
 
 @hookspec
 def codex_event(agent: Any, event: CodexEvent, context: TurnContext[Any]) -> None:
-    """Progress for display: streamed text, reasoning, tools, approvals."""
+    """Progress for display — streamed text, reasoning, tools, the plan, approvals, status lines:
+    one value per kind (:mod:`hermes_codex_runtime.events`), told apart by ``event.kind``."""
 
 
 @hookspec

@@ -38,13 +38,13 @@ from typing import Any
 import pluggy
 
 from hermes_codex_runtime.continuity import Binding, instructions_digest, mismatch, user_turns
+from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
 from hermes_codex_runtime.session import CodexSession, prepare
 from hermes_codex_runtime.values import (
     ApprovalRequest,
-    CodexEvent,
     SessionSettings,
     TurnContext,
     TurnResult,

@@ -1,6 +1,6 @@
-"""The plain values a session and its host exchange: settings in, events and approval questions
-during a turn, a :class:`TurnResult` out, and the :class:`TurnContext` every per-turn hook gets.
-No I/O here.
+"""The plain values a session and its host exchange: settings in, approval questions during a
+turn, a :class:`TurnResult` out, and the :class:`TurnContext` every per-turn hook gets (the events
+of a turn are :mod:`.events`'). No I/O here.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from hermes_codex_runtime.pool import Placement
-from hermes_codex_runtime.projector import ToolCall
 from hermes_codex_runtime.protocol import Failure, HostTool
 from hermes_codex_runtime.usage import UsageReport
 
@@ -168,34 +167,6 @@ class ApprovalRequest:
         else:
             text = self.method
         return f"{text} — {self.reason}" if self.reason else text
-
-
-#: What a :class:`CodexEvent` reports. ``reasoning``: a reasoning item completed (``text`` is
-#: its whole summary, also when none of it was streamed); ``message_started``: another agent
-#: message begins (text streamed before it is a segment of its own); ``interim_message``: a
-#: completed message a later item showed was not the answer; ``tool_started``:
-#: ``params["item"]`` is the item (a file change carries its proposed diffs); ``tool_output``:
-#: a command's live output (``text`` = the delta); ``plan``: codex's plan changed (``params``
-#: has ``plan``/``explanation``); ``diff``: the turn's file changes so far (``params["diff"]``);
-#: ``working``: a heartbeat; ``config_warning``: codex ignored its ``config.toml`` and runs on
-#: its defaults (once per session); ``notice``: something the user should know (e.g. the thread
-#: had to start fresh on another app-server).
-EventKind = Literal[
-    "text_delta", "reasoning_delta", "reasoning", "message_started", "interim_message",
-    "tool_started", "tool_output", "tool_completed", "plan", "diff", "approval_requested",
-    "approval_answered", "working", "retrying", "quiet", "config_warning", "notice",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class CodexEvent:
-    """Progress for the host's display: one of :data:`EventKind`."""
-
-    kind: EventKind
-    text: str = ""
-    tool: ToolCall | None = None
-    method: str = ""
-    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

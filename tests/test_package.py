@@ -143,3 +143,28 @@ def test_the_host_contract_document_lists_every_hook_as_hookspecs_declares_it():
     declared = {name: (tuple(caller.spec.argnames), bool(caller.spec.opts.get("firstresult")))
                 for name, caller in vars(pm.hook).items() if caller.spec is not None}
     assert documented == declared
+
+
+def test_the_host_contract_document_lists_every_event_kind_with_its_class_and_fields():
+    """docs/host-contract.md's Events table against ``events.CodexEvent``: each kind once, with
+    the class that carries it and every field of that class beyond ``kind`` and ``text``; and
+    ``EventKind`` names exactly the kinds of the union."""
+    import dataclasses
+    import re
+    import typing
+
+    from hermes_codex_runtime import events
+
+    table = (ROOT / "docs" / "host-contract.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)` \|[^|]*\|([^|]*)\|$", table,
+                      flags=re.MULTILINE)
+    documented = {kind: (name, carries) for kind, name, carries in rows}
+    classes = {next(f.default for f in dataclasses.fields(cls) if f.name == "kind"): cls
+               for cls in typing.get_args(events.CodexEvent)}
+    assert set(documented) == set(classes) == set(typing.get_args(events.EventKind))
+    assert len(rows) == len(classes)
+    for kind, cls in classes.items():
+        name, carries = documented[kind]
+        assert name == cls.__name__, kind
+        fields = [f.name for f in dataclasses.fields(cls) if f.name not in ("kind", "text")]
+        assert all(f"`{field}`" in carries for field in fields), (kind, fields, carries)

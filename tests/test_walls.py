@@ -291,9 +291,9 @@ def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_sp
     result the tool cards get."""
     from types import SimpleNamespace
 
+    from hermes_codex_runtime.events import ToolCompleted, ToolStarted
     from hermes_codex_runtime.hermes.turn.events import bridge
     from hermes_codex_runtime.projector import ToolCall
-    from hermes_codex_runtime.values import CodexEvent
 
     key = "sk-proj-" + os.urandom(20).hex()
     command = "x" * 100 + f" OPENAI_API_KEY={key} mysql -uroot -phunter2pw"
@@ -303,10 +303,10 @@ def test_tool_previews_and_results_reach_the_host_redacted_even_where_the_cut_sp
         tool_start_callback=lambda *args: seen.append(args),
         tool_complete_callback=lambda *args: seen.append(args))
     tool = ToolCall("codex_1", "exec_command", {"command": command}, "1")
-    bridge(agent, CodexEvent("tool_started", tool=tool), None)
+    bridge(agent, ToolStarted(tool.name, tool, {}), None)
     item = {"type": "commandExecution", "id": "1", "command": command, "exitCode": 0,
             "aggregatedOutput": f"using {key}\nDB_PASSWORD=hunter2pw\n"}
-    bridge(agent, CodexEvent("tool_completed", tool=tool, params={"item": item}), None)
+    bridge(agent, ToolCompleted(tool.name, tool, item), None)
     text = repr(seen)
     assert key[:14] not in text and "hunter2pw" not in text
     assert "x" * 100 in text and "mysql -uroot -p" in text  # the rest is shown

@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.pool import ServerPool
 from hermes_codex_runtime.replay.plan import Plan, Variant
 from hermes_codex_runtime.replay.records import (
@@ -53,7 +54,7 @@ from hermes_codex_runtime.replay.workspace import (
     create_copy,
 )
 from hermes_codex_runtime.session import CodexSession
-from hermes_codex_runtime.values import CodexEvent, SessionSettings
+from hermes_codex_runtime.values import SessionSettings
 from hermes_codex_runtime.wire import WireError
 
 __all__ = ["INSTRUCTIONS", "RETRY_LIMIT", "Cancelled", "Runner", "retryable"]
@@ -455,7 +456,7 @@ class Runner:
                                 model=session.model)
 
     def _event(self, variant: str, event: CodexEvent) -> None:
-        if event.kind == "tool_started" and event.tool is not None:
+        if event.kind == "tool_started":
             self.run.log(f"{variant}:tool", f"{event.tool.name} "
                                             f"{str(event.tool.arguments)[:300]}")
         elif event.kind == "tool_output" and event.text.strip():

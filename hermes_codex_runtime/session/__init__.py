@@ -19,16 +19,16 @@ The rooms:
 
 Where the thread runs (a shared app-server, a process of its own, an endpoint) is the pool's
 business (:mod:`hermes_codex_runtime.pool`); the values exchanged with the host are
-:mod:`hermes_codex_runtime.values`.
+:mod:`hermes_codex_runtime.values`, and the events of a turn :mod:`hermes_codex_runtime.events`.
 """
 
+from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.session.codex_session import CodexSession
 from hermes_codex_runtime.session.spawn import prepare
 from hermes_codex_runtime.values import (
     MAX_TIMEOUT,
     ApprovalRequest,
     Cancellation,
-    CodexEvent,
     SessionSettings,
     TurnResult,
 )

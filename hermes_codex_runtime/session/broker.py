@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from hermes_codex_runtime.events import ApprovalAnswered, ApprovalRequested, CodexEvent
 from hermes_codex_runtime.protocol import (
     APPROVAL_METHODS,
     METHOD_NOT_FOUND,
@@ -39,7 +40,7 @@ from hermes_codex_runtime.protocol import (
     default_answer,
 )
 from hermes_codex_runtime.protocol.answers import DYNAMIC_TOOL_CALL
-from hermes_codex_runtime.values import ApprovalRequest, CodexEvent
+from hermes_codex_runtime.values import ApprovalRequest
 from hermes_codex_runtime.wire import Inbound, TransportClosed, redact
 
 log = logging.getLogger(__name__)
@@ -173,8 +174,7 @@ class RequestBroker:
         pending = _Pending(request_id, method, params, request)
         with self._lock:
             self._pending[request_id] = pending
-        self._emit(CodexEvent("approval_requested", request.summary(), method=method,
-                              params=params))
+        self._emit(ApprovalRequested(request.summary(), request))
         decisions.put(pending)
 
     def _answer_directly(self, conn: Answering, message: Inbound, *, in_turn: bool) -> bool:
@@ -264,8 +264,7 @@ class RequestBroker:
             conn.respond(pending.request_id, answer)
         except TransportClosed:
             return
-        self._emit(CodexEvent("approval_answered", decision.value, method=pending.method,
-                              params=pending.params))
+        self._emit(ApprovalAnswered(decision.value, pending.request, decision))
 
 
 def _command_text(value: Any) -> str | None:

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from hermes_codex_runtime.events import CodexEvent, ConfigWarning, Notice
 from hermes_codex_runtime.pool import Channel, ServerPool
 from hermes_codex_runtime.protocol import (
     Failure,
@@ -49,7 +50,7 @@ from hermes_codex_runtime.session.failures import (
 )
 from hermes_codex_runtime.session.spawn import spawn_options
 from hermes_codex_runtime.session.turn import TurnDriver
-from hermes_codex_runtime.values import ApprovalRequest, CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.values import ApprovalRequest, SessionSettings, TurnResult
 from hermes_codex_runtime.walls import thread_walls
 from hermes_codex_runtime.wire import (
     AppServerConnection,
@@ -185,8 +186,8 @@ class CodexSession:
         if wanted is not None and conn.endpoint != wanted and self._stored_thread_id:
             self._stored_thread_id = None  # its rollout is on the server we could not reach
             where = conn.endpoint or "a local app-server"
-            self._emit(CodexEvent(
-                "notice", f"the codex app-server {wanted} that held this conversation's thread "
+            self._emit(Notice(
+                f"the codex app-server {wanted} that held this conversation's thread "
                 f"is unreachable or no longer configured; continuing on {where} with a fresh "
                 "thread that carries the conversation so far"))
         return conn
@@ -209,7 +210,7 @@ class CodexSession:
         walls = thread_walls(self.settings, endpoint=self.endpoint)
         if walls.note and not self._walls_noted:
             self._walls_noted = True  # once per session, not at every resume
-            self._emit(CodexEvent("notice", walls.note))
+            self._emit(Notice(walls.note))
         stored, self._stored_thread_id = self._stored_thread_id, None  # one attempt per id
         source, self._fork_from = self._fork_from, None
         opened = None
@@ -347,7 +348,7 @@ class CodexSession:
                 return result
             if self.config_warnings and not self._warned_config:
                 self._warned_config = True  # once per session
-                self._emit(CodexEvent("config_warning", "; ".join(self.config_warnings)))
+                self._emit(ConfigWarning("; ".join(self.config_warnings)))
             if self._interrupt.is_set():  # a hard stop during start-up is honoured here
                 result.interrupted = True
                 result.status = "interrupted"

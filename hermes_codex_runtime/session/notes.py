@@ -15,6 +15,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_codex_runtime.events import (
+    CodexEvent,
+    Diff,
+    InterimMessage,
+    MessageStarted,
+    Plan,
+    PlanStep,
+    Reasoning,
+    ReasoningDelta,
+    Retrying,
+    ToolCompleted,
+    ToolOutput,
+    ToolStarted,
+)
 from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import (
     Failure,
@@ -24,7 +38,7 @@ from hermes_codex_runtime.protocol import (
 )
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.usage import UsageAccumulator
-from hermes_codex_runtime.values import CodexEvent, TurnResult
+from hermes_codex_runtime.values import TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +90,10 @@ def on_delta(view: TurnView, params: Mapping[str, Any], stream: list[str]) -> st
     return ACTIVITY
 
 
-def _reasoning(view: TurnView, params: Mapping[str, Any], method: str) -> str:
+def _reasoning(view: TurnView, params: Mapping[str, Any]) -> str:
     delta = params.get("delta")
     if isinstance(delta, str):
-        view.emit(CodexEvent("reasoning_delta", delta, method=method, params=params))
+        view.emit(ReasoningDelta(delta, str(params.get("itemId"))))
     return ACTIVITY
 
 
@@ -87,8 +101,7 @@ def _reasoning_part(view: TurnView, params: Mapping[str, Any]) -> str:
     """A further section of a reasoning summary starts: a paragraph break between sections."""
     index = params.get("summaryIndex")
     if isinstance(index, int) and index > 0:
-        view.emit(CodexEvent("reasoning_delta", "\n\n",
-                             method="item/reasoning/summaryPartAdded", params=params))
+        view.emit(ReasoningDelta("\n\n", str(params.get("itemId"))))
     return ACTIVITY
 
 
@@ -107,17 +120,22 @@ def _command_output(view: TurnView, params: Mapping[str, Any]) -> str:
     view.projector.feed(method, params)
     delta = params.get("delta")
     if isinstance(delta, str) and delta:
-        view.emit(CodexEvent("tool_output", delta, method=method, params=params))
+        view.emit(ToolOutput(delta, str(params.get("itemId"))))
     return ACTIVITY
 
 
 def _plan(view: TurnView, params: Mapping[str, Any]) -> str:
-    view.emit(CodexEvent("plan", plan_text(params), method="turn/plan/updated", params=params))
+    steps = tuple(PlanStep(str(s.get("step") or ""), str(s.get("status")))
+                  for s in params.get("plan") or () if isinstance(s, Mapping))
+    explanation = params.get("explanation")
+    view.emit(Plan(plan_text(steps), steps,
+                   explanation if isinstance(explanation, str) else None))
     return ACTIVITY
 
 
 def _diff(view: TurnView, params: Mapping[str, Any]) -> str:
-    view.emit(CodexEvent("diff", "", method="turn/diff/updated", params=params))
+    diff = params.get("diff")
+    view.emit(Diff(diff if isinstance(diff, str) else ""))
     return ACTIVITY
 
 
@@ -129,13 +147,13 @@ def _item_started(view: TurnView, params: Mapping[str, Any]) -> str:
     call = view.projector.feed(method, params)
     if call is not None:
         for text in view.projector.take_interim():
-            view.emit(CodexEvent("interim_message", text, method=method))
-        view.emit(CodexEvent("tool_started", call.name, tool=call, method=method, params=params))
+            view.emit(InterimMessage(text))
+        view.emit(ToolStarted(call.name, call, item if isinstance(item, Mapping) else {}))
     kind = item.get("type") if isinstance(item, Mapping) else None
     if kind == "contextCompaction":
         view.result.compacted = True
     elif kind == "agentMessage":
-        view.emit(CodexEvent("message_started", method=method, params=params))
+        view.emit(MessageStarted())
     return ACTIVITY
 
 
@@ -150,13 +168,12 @@ def _item_completed(view: TurnView, params: Mapping[str, Any]) -> str:
             return _aborted(view)
         if item.get("type") == "agentMessage" and item.get("phase") == "commentary":
             for text in view.projector.take_interim():  # commentary is never the answer
-                view.emit(CodexEvent("interim_message", text, method=method))
+                view.emit(InterimMessage(text))
         if item.get("type") == "reasoning" and (text := reasoning_text(item)):
             view.result.reasoning = text
-            view.emit(CodexEvent("reasoning", text, method=method, params=params))
+            view.emit(Reasoning(text, str(item.get("id"))))
     if call is not None:
-        view.emit(CodexEvent("tool_completed", call.name, tool=call, method=method,
-                             params=params))
+        view.emit(ToolCompleted(call.name, call, item if isinstance(item, Mapping) else {}))
         return TOOL_DONE
     return ACTIVITY
 
@@ -180,7 +197,7 @@ def _compacted(view: TurnView, params: Mapping[str, Any]) -> None:
 def _error(view: TurnView, params: Mapping[str, Any]) -> None:
     failure, will_retry = classify_error_notification(dict(params))
     if will_retry:
-        view.emit(CodexEvent("retrying", failure.message, method="error", params=params))
+        view.emit(Retrying(failure.message, failure))
     else:
         view.result.fail(failure)
 
@@ -215,10 +232,8 @@ def _turn_completed(view: TurnView, params: Mapping[str, Any]) -> str:
 
 
 HANDLERS: dict[str, Handler] = {
-    "item/reasoning/summaryTextDelta":
-        lambda view, params: _reasoning(view, params, "item/reasoning/summaryTextDelta"),
-    "item/reasoning/textDelta":
-        lambda view, params: _reasoning(view, params, "item/reasoning/textDelta"),
+    "item/reasoning/summaryTextDelta": _reasoning,
+    "item/reasoning/textDelta": _reasoning,
     "item/reasoning/summaryPartAdded": _reasoning_part,
     "item/commandExecution/outputDelta": _command_output,
     "turn/plan/updated": _plan,
@@ -235,10 +250,9 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def plan_text(params: Mapping[str, Any]) -> str:
-    """``2/5 done; now: <step>`` for a ``turn/plan/updated``."""
-    steps = [s for s in params.get("plan") or () if isinstance(s, Mapping)]
-    done = sum(1 for s in steps if s.get("status") == "completed")
-    current = next((str(s.get("step")) for s in steps if s.get("status") == "inProgress"), "")
+def plan_text(steps: tuple[PlanStep, ...]) -> str:
+    """``2/5 done; now: <step>`` for codex's plan."""
+    done = sum(1 for s in steps if s.status == "completed")
+    current = next((s.step for s in steps if s.status == "inProgress"), "")
     text = f"{done}/{len(steps)} done"
     return f"{text}; now: {current}" if current else text

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.pool import Channel, ServerPool, SharedServer
 from hermes_codex_runtime.protocol import (
     Failure,
@@ -51,7 +52,7 @@ from hermes_codex_runtime.session.failures import Stage, failure_from, transport
 from hermes_codex_runtime.session.spawn import spawn_options
 from hermes_codex_runtime.session.turn import TurnDriver
 from hermes_codex_runtime.usage import TokenUsage
-from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.values import SessionSettings, TurnResult
 from hermes_codex_runtime.wire import WireError
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from hermes_codex_runtime.events import CodexEvent, Quiet, TextDelta, Working
 from hermes_codex_runtime.pool import Channel
 from hermes_codex_runtime.projector import Projector
 from hermes_codex_runtime.protocol import Failure, FailureKind, scope_of, turn_interrupt_params
@@ -28,7 +29,7 @@ from hermes_codex_runtime.session import notes, recovery
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.session.rollout import RecordedTurn
 from hermes_codex_runtime.usage import UsageAccumulator
-from hermes_codex_runtime.values import CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.values import SessionSettings, TurnResult
 from hermes_codex_runtime.wire import Inbound, ServerError, TransportClosed, WireError
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class TurnDriver:
         if message is None or time.monotonic() - self.last_beat >= HEARTBEAT:
             self.last_beat = time.monotonic()
             if self.conn.is_alive():
-                self._emit(CodexEvent("working", "codex is working"))
+                self._emit(Working("codex is working"))
         if message is None:
             self._quiet_warning()
             if time.monotonic() >= self._probe_at():
@@ -169,7 +170,7 @@ class TurnDriver:
             log.warning("codex has been quiet for %.0fs after a tool result; still waiting (the "
                         "turn deadline is %.0fs)", self.settings.post_tool_quiet_warning,
                         self.settings.turn_timeout)
-            self._emit(CodexEvent("quiet", "codex is still working…"))
+            self._emit(Quiet("codex is still working…"))
             self.last_tool_done = None
 
     def _handle(self, burst: list[Inbound]) -> None:
@@ -227,7 +228,7 @@ class TurnDriver:
         text = "".join(stream)
         stream.clear()
         if text:
-            self._emit(CodexEvent("text_delta", text, method=notes.DELTA))
+            self._emit(TextDelta(text))
 
     # ------------------------------------------------------------------ endings
 

@@ -1,7 +1,8 @@
 """codex's progress as Hermes shows it — and nothing shown raw.
 
-Owns :func:`bridge`: each :class:`~hermes_codex_runtime.values.CodexEvent` of a turn reaches the
-agent's display, the way Hermes' own turns reach it:
+Owns :func:`bridge`: each :data:`~hermes_codex_runtime.events.CodexEvent` of a turn reaches the
+agent's display, the way Hermes' own turns reach it (a handler per kind gets that kind's event,
+typed):
 
 * **answer text** through ``_fire_stream_delta``; where another segment begins (a tool, another
   message) the current one is closed as Hermes closes it before its tools —
@@ -30,9 +31,29 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, assert_never
 
+from hermes_codex_runtime.events import (
+    ApprovalAnswered,
+    ApprovalRequested,
+    CodexEvent,
+    ConfigWarning,
+    Diff,
+    InterimMessage,
+    MessageStarted,
+    Notice,
+    Plan,
+    Quiet,
+    Reasoning,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolCompleted,
+    ToolOutput,
+    ToolStarted,
+    Working,
+)
 from hermes_codex_runtime.hermes.config.protected import prompt_text
 from hermes_codex_runtime.hermes.notify import warn_user
 from hermes_codex_runtime.hermes.symbols.probe import symbol
@@ -41,7 +62,6 @@ from hermes_codex_runtime.hermes.turn.live_output import LiveOutput
 from hermes_codex_runtime.hermes.turn.state import TurnState
 from hermes_codex_runtime.hermes.turn.surfaces import Surfaces
 from hermes_codex_runtime.projector import tool_result
-from hermes_codex_runtime.values import CodexEvent, EventKind
 from hermes_codex_runtime.wire.redact import MASK, secret_name
 
 
@@ -76,17 +96,45 @@ TODO_MARK = {"pending": "○", "in_progress": "▸", "completed": "✓", "cancel
 #: Hermes' own todo tool (its name on 0.19.0 and on the 0.22 line): its list is the plan.
 HERMES_TODO = frozenset({"todo", "todo_list"})
 
-Handler = Callable[[Any, CodexEvent, TurnState | None], None]
-
 
 def bridge(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
     """Hand ``event`` to the agent's display; ``state`` is the turn in flight (from the hook's
     context) or ``None``."""
     if state is not None:
         _touch(agent, event, state)
-    handler = HANDLERS.get(event.kind)
-    if handler is not None:
-        handler(agent, event, state)
+    match event:  # the frequent kinds first
+        case TextDelta():
+            _text(agent, event, state)
+        case ReasoningDelta():
+            _reasoning_delta(agent, event, state)
+        case ToolOutput():
+            _tool_output(agent, event, state)
+        case Working():
+            _working(agent, state)
+        case ToolStarted():
+            _tool_started(agent, event, state)
+        case ToolCompleted():
+            _tool_completed(agent, event, state)
+        case MessageStarted():
+            _segment_break(agent, state)
+        case Reasoning():
+            _reasoning(agent, event, state)
+        case InterimMessage():
+            _interim(agent, event)
+        case Plan():
+            _plan(agent, event, state)
+        case Diff():
+            _diff(agent, event, state)
+        case Retrying() | Quiet():  # Hermes status lines (CLI and gateway)
+            _status(agent, event)
+        case Notice():
+            warn_user(agent, shown(f"⚠ {event.text}"))
+        case ConfigWarning():
+            _config_warning(agent, event)
+        case ApprovalRequested() | ApprovalAnswered():
+            pass  # Hermes asks, and hears the answer, in its `codex_approval` hook
+        case _:
+            assert_never(event)
 
 
 def _touch(agent: Any, event: CodexEvent, state: TurnState) -> None:
@@ -119,12 +167,12 @@ def _call(agent: Any, name: str, *args: Any, **kwargs: Any) -> None:
 # ---------------------------------------------------------------------- text and reasoning
 
 
-def _status(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _status(agent: Any, event: Retrying | Quiet) -> None:
     if event.text:
         _call(agent, "_emit_status", shown(f"codex: {event.text}"))
 
 
-def _text(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _text(agent: Any, event: TextDelta, state: TurnState | None) -> None:
     if event.text:
         if state is not None:
             state.text_streamed = True
@@ -141,19 +189,17 @@ def _segment_break(agent: Any, state: TurnState | None) -> None:
     state.text_streamed = state.reasoning_open = False
 
 
-def _reasoning_delta(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _reasoning_delta(agent: Any, event: ReasoningDelta, state: TurnState | None) -> None:
     if not event.text:
         return
     if state is not None:
         state.reasoning_open = True
-        state.reasoning_streamed.add(str(event.params.get("itemId")))
+        state.reasoning_streamed.add(event.item_id)
     _call(agent, "_fire_reasoning_delta", event.text)
 
 
-def _reasoning(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
-    item = event.params.get("item")
-    item_id = str(item.get("id")) if isinstance(item, Mapping) else ""
-    if state is None or item_id not in state.reasoning_streamed:
+def _reasoning(agent: Any, event: Reasoning, state: TurnState | None) -> None:
+    if state is None or event.item_id not in state.reasoning_streamed:
         if state is not None:
             state.reasoning_open = True
         _call(agent, "_fire_reasoning_delta", event.text + "\n")  # a whole line: shown now
@@ -161,7 +207,7 @@ def _reasoning(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
           event.text[:REASONING_PREVIEW], None)
 
 
-def _interim(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _interim(agent: Any, event: InterimMessage) -> None:
     # Hermes' own path for mid-turn commentary (CLI, gateway, TUI, the 0.22 API stream's
     # `message.interim`); it knows whether the text was already streamed and never shows the
     # same text twice.
@@ -170,11 +216,7 @@ def _interim(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
                                                           "content": event.text})
 
 
-def _notice(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
-    warn_user(agent, shown(f"⚠ {event.text}"))
-
-
-def _config_warning(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _config_warning(agent: Any, event: ConfigWarning) -> None:
     # Shown where the user is (CLI line, chat message), once per conversation.
     if not getattr(agent, "_codex_config_warned", False):
         agent._codex_config_warned = True
@@ -186,10 +228,8 @@ def _config_warning(agent: Any, event: CodexEvent, state: TurnState | None) -> N
 # ---------------------------------------------------------------------- tools
 
 
-def _tool_started(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _tool_started(agent: Any, event: ToolStarted, state: TurnState | None) -> None:
     tool = event.tool
-    if tool is None:
-        return
     _segment_break(agent, state)  # as Hermes does before it runs tools
     arguments = shown_arguments(tool.arguments)
     name = called(tool.name, tool.arguments)[0]  # a bridge call shows the tool it calls
@@ -198,12 +238,11 @@ def _tool_started(agent: Any, event: CodexEvent, state: TurnState | None) -> Non
     _call(agent, "tool_progress_callback", "tool.started", name, _preview(name, arguments),
           arguments)
     _call(agent, "tool_start_callback", tool.call_id, name, arguments)
-    item = event.params.get("item")
-    kind = item.get("type") if isinstance(item, Mapping) else None
+    kind = event.item.get("type")
     if kind == "commandExecution" and state is not None:
         state.live[tool.item_id] = LiveOutput(tool, shown)
-    elif kind == "fileChange" and isinstance(item, Mapping):
-        _proposed(agent, _surfaces(agent, state), tool.name, tool.call_id, item)
+    elif kind == "fileChange":
+        _proposed(agent, _surfaces(agent, state), tool.name, tool.call_id, event.item)
 
 
 def _proposed(agent: Any, surfaces: Surfaces, name: str, call_id: str,
@@ -234,24 +273,21 @@ def _proposed(agent: Any, surfaces: Surfaces, name: str, call_id: str,
     surfaces.print(agent, "\n".join(lines))
 
 
-def _tool_output(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
-    live = state.live.get(str(event.params.get("itemId"))) if state is not None else None
+def _tool_output(agent: Any, event: ToolOutput, state: TurnState | None) -> None:
+    live = state.live.get(event.item_id) if state is not None else None
     if live is not None:
         live.feed(_surfaces(agent, state), agent, event.text)
 
 
-def _working(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _working(agent: Any, state: TurnState | None) -> None:
     if state is not None:
         for live in state.live.values():
             live.beat(_surfaces(agent, state), agent)
 
 
-def _tool_completed(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _tool_completed(agent: Any, event: ToolCompleted, state: TurnState | None) -> None:
     tool = event.tool
-    if tool is None:
-        return
-    item = event.params.get("item") if isinstance(event.params, Mapping) else None
-    item = dict(item) if isinstance(item, Mapping) else {}
+    item = dict(event.item)
     live = state.live.pop(tool.item_id, None) if state is not None else None
     if live is not None:
         live.finish(_surfaces(agent, state), agent, item)
@@ -277,14 +313,12 @@ def _tool_completed(agent: Any, event: CodexEvent, state: TurnState | None) -> N
 # ---------------------------------------------------------------------- plan and diff
 
 
-def _plan(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _plan(agent: Any, event: Plan, state: TurnState | None) -> None:
     """codex's plan as Hermes' todo list (API stream) and a checklist (CLI, chat status)."""
-    steps = [s for s in event.params.get("plan") or () if isinstance(s, Mapping)]
-    explanation = event.params.get("explanation")
-    todos = [{"id": str(index), "content": shown(str(step.get("step") or "")),
-              "status": TODO_STATUS.get(str(step.get("status")), str(step.get("status")))}
-             for index, step in enumerate(steps, 1)]
-    _show_plan(agent, state, todos, explanation)
+    todos = [{"id": str(index), "content": shown(step.step),
+              "status": TODO_STATUS.get(step.status, step.status)}
+             for index, step in enumerate(event.steps, 1)]
+    _show_plan(agent, state, todos, event.explanation)
 
 
 def _hermes_todos(name: str, result: str) -> list[dict[str, str]] | None:
@@ -304,7 +338,7 @@ def _hermes_todos(name: str, result: str) -> list[dict[str, str]] | None:
 
 
 def _show_plan(agent: Any, state: TurnState | None, todos: list[dict[str, str]],
-               explanation: Any) -> None:
+               explanation: str | None) -> None:
     """The plan — codex's, or Hermes' own todo list on codex — as Hermes' todo list (API
     stream) and a checklist (CLI, chat status), once per change."""
     key = json.dumps([explanation, todos])
@@ -314,7 +348,7 @@ def _show_plan(agent: Any, state: TurnState | None, todos: list[dict[str, str]],
         state.shown["plan"] = key
     _segment_break(agent, state)  # the plan is a tool call: printed after what streamed
     surfaces = _surfaces(agent, state)
-    why = shown(explanation) if isinstance(explanation, str) and explanation else None
+    why = shown(explanation) if explanation else None
     surfaces.event("todo.updated", todos=todos, explanation=why)
     done = sum(1 for todo in todos if todo["status"] == "completed")
     lines = [f"📋 plan {done}/{len(todos)} done" + (f" — {why}" if why else "")]
@@ -323,32 +357,14 @@ def _show_plan(agent: Any, state: TurnState | None, todos: list[dict[str, str]],
     surfaces.status(agent, "codex-plan", "\n".join(lines))
 
 
-def _diff(agent: Any, event: CodexEvent, state: TurnState | None) -> None:
+def _diff(agent: Any, event: Diff, state: TurnState | None) -> None:
     # One chat status line per real change of the turn's diff: another file touched (not every
     # edit of the same files) — chat platforms show each line as a message.
-    text = _diff_summary(event.params)
+    text = _diff_summary(event.diff)
     key = text.split(" changed", 1)[0]
     if state is not None and text and key != state.shown.get("diff"):
         state.shown["diff"] = key
         _surfaces(agent, state).status(agent, "codex-diff", shown(f"codex diff: {text}"))
-
-
-HANDLERS: dict[EventKind, Handler] = {
-    "retrying": _status, "quiet": _status,  # Hermes status lines (CLI and gateway)
-    "text_delta": _text,
-    "message_started": lambda agent, event, state: _segment_break(agent, state),
-    "reasoning_delta": _reasoning_delta,
-    "reasoning": _reasoning,
-    "interim_message": _interim,
-    "notice": _notice,
-    "config_warning": _config_warning,
-    "tool_started": _tool_started,
-    "tool_output": _tool_output,
-    "working": _working,
-    "tool_completed": _tool_completed,
-    "plan": _plan,
-    "diff": _diff,
-}
 
 
 def _last_line(text: str) -> str:
@@ -356,10 +372,9 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _diff_summary(params: Any) -> str:
-    """``3 files (+12 −4)`` for a ``turn/diff/updated`` unified diff."""
-    diff = params.get("diff") if isinstance(params, dict) else None
-    if not isinstance(diff, str) or not diff.strip():
+def _diff_summary(diff: str) -> str:
+    """``3 files (+12 −4)`` for the turn's unified diff."""
+    if not diff.strip():
         return ""
     files = added = removed = 0
     for line in diff.splitlines():

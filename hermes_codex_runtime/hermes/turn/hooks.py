@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.hermes import tools
 from hermes_codex_runtime.hermes.approvals import decide
 from hermes_codex_runtime.hermes.config import walled
@@ -36,7 +37,7 @@ from hermes_codex_runtime.hermes.turn.state import HermesContext, state_of
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
 from hermes_codex_runtime.usage import UsageReport
-from hermes_codex_runtime.values import ApprovalRequest, CodexEvent, SessionSettings, TurnResult
+from hermes_codex_runtime.values import ApprovalRequest, SessionSettings, TurnResult
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 #: How this host names itself to codex (``initialize``'s ``clientInfo.title``).
