@@ -39,6 +39,7 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
+from hermes_codex_runtime.protocol.schema_types import UserInput
 from hermes_codex_runtime.session import rollout, thread
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.session.failures import (
@@ -408,7 +409,7 @@ class CodexSession:
                           recorded=(lambda turn: rollout.read_turn(at, turn)) if at else None)
 
     def _start_turn(self, result: TurnResult, conn: Channel, thread_id: str,
-                    items: list[dict[str, Any]]) -> TurnDriver | None:
+                    items: list[UserInput]) -> TurnDriver | None:
         at = rollout.mark(self._rollout)  # what codex records of this turn is read from here
         try:
             reply = thread.request(conn, "turn/start", turn_start_params(

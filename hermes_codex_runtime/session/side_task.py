@@ -45,6 +45,7 @@ from hermes_codex_runtime.protocol import (
     to_user_input,
     turn_start_params,
 )
+from hermes_codex_runtime.protocol.schema_types import UserInput
 from hermes_codex_runtime.session import thread
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.session.failures import Stage, failure_from, transport_failure
@@ -159,7 +160,7 @@ def run_side_task(pool: ServerPool, settings: SessionSettings, task: SideTask) -
 
 
 def _run(conn: Channel, settings: SessionSettings, task: SideTask,
-         items: list[dict[str, Any]], deadline: float) -> SideTaskReply:
+         items: list[UserInput], deadline: float) -> SideTaskReply:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise _timeout("before it could start", task.timeout)

@@ -81,7 +81,8 @@ class Opened:
     path: str | None = None  # the thread's rollout file, where its app-server runs
 
 
-def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+def request(conn: Channel, method: str, params: Mapping[str, Any],
+            timeout: float) -> dict[str, Any]:
     """A request, retried with bounded backoff and jitter while codex is overloaded."""
     for attempt in range(OVERLOAD_RETRIES + 1):
         try:

@@ -268,7 +268,7 @@ class AppServerConnection(JsonRpcConnection):
         self.notify("initialized")
         return self.server
 
-    def request(self, method: str, params: JsonObject | None = None, *,
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
                 timeout: float = 30.0) -> JsonObject:
         if method in _LOADS_THREAD:
             self._look_at_turn_end = True
