@@ -6,7 +6,7 @@ generate-json-schema --experimental`` (the runtime's connections opt in to the e
 and rewrites the marked block of ``schema_types.py``; ``--check`` only compares and prints the
 difference. Only the closure of the messages the runtime sends and answers (:data:`SENT`,
 :data:`ANSWERED`) and the results it reads (:data:`READ`) is generated; :data:`OPEN` names the
-types left open (``dict[str, Any]``) because nothing reads inside them.
+types left open (``dict[str, Any]``, or ``Any``) because the runtime never looks inside them.
 
 :func:`model` is the schema's types as data (what :func:`render` prints), and
 :func:`incompatibilities` compares two models: what a newer codex changed in the types the
@@ -48,7 +48,7 @@ OPEN = frozenset({
     "ActivePermissionProfile", "AdditionalFileSystemPermissions", "CollaborationMode", "Config",
     "GitInfo", "ResponseItem", "SelectedCapabilityRoot", "SessionSource", "Thread",
     "ThreadHistoryMode", "ThreadItem", "ThreadReadState", "ThreadSource", "ThreadStartSource",
-    "TurnEnvironmentParams", "TurnError", "TurnItemsView", "TurnToolOutput",
+    "TurnEnvironmentParams", "TurnError", "TurnToolOutput",
 })
 
 MODULE = Path(__file__).with_name("schema_types.py")
@@ -72,7 +72,6 @@ class Model:
     classes: dict[str, dict[str, Field]] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
-    methods: dict[str, tuple[str, str]] = field(default_factory=dict)  # method → (params, result)
 
 
 def _pascal(name: str) -> str:
@@ -257,15 +256,11 @@ def model(schema_dir: str | os.PathLike[str]) -> Model:
     client = _envelope(builder.defs, "ClientRequest")
     server = _envelope(builder.defs, "ServerRequest")
     for method in SENT:
-        params = builder.ref("#/definitions/" + client[method])
-        result = ""
+        builder.ref("#/definitions/" + client[method])
         if method in READ:
-            response = client[method].removesuffix("Params") + "Response"
-            result = builder.ref("#/definitions/" + response)
-        builder.model.methods[method] = (params, result)
+            builder.ref("#/definitions/" + client[method].removesuffix("Params") + "Response")
     for method in ANSWERED:
-        answer = server[method].removesuffix("Params") + "Response"
-        builder.model.methods[method] = ("", builder.ref("#/definitions/" + answer))
+        builder.ref("#/definitions/" + server[method].removesuffix("Params") + "Response")
     return builder.model
 
 
@@ -301,7 +296,8 @@ def _wrapped(head: str, expr: str, tail: str, indent: str) -> list[str]:
             body[-1] += " | " + part
         else:
             body.append(inner + bar + part)
-    return [f"{head}{opener}", *body, f"{indent}{closer}{tail.removesuffix(']')}"]
+    after = tail.removeprefix("]") if opener == "NotRequired[" else tail
+    return [f"{head}{opener}", *body, f"{indent}{closer}{after}"]
 
 
 def _declaration(types: Model, name: str) -> list[str]:

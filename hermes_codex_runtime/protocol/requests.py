@@ -18,7 +18,10 @@ from hermes_codex_runtime.protocol.schema_types import (
     ApprovalsReviewer,
     AskForApproval,
     DynamicToolSpec,
+    GetAccountParams,
     GranularAskForApproval,
+    InitializeCapabilities,
+    InitializeParams,
     Personality,
     ReasoningSummary,
     SandboxMode,
@@ -61,6 +64,19 @@ UNUSED_NOTIFICATIONS = (
 
 _Params = TypeVar("_Params", bound=Mapping[str, object])
 _Choice = TypeVar("_Choice")
+
+
+def initialize_params(name: str, title: str, version: str, *, experimental_api: bool = False,
+                      opt_out_notifications: Sequence[str] = ()) -> InitializeParams:
+    """``initialize`` params: who the client is, and its capabilities (the experimental API;
+    notifications it never reads, see :data:`UNUSED_NOTIFICATIONS`)."""
+    capabilities: InitializeCapabilities = {}
+    if experimental_api:
+        capabilities["experimentalApi"] = True
+    if opt_out_notifications:
+        capabilities["optOutNotificationMethods"] = list(opt_out_notifications)
+    return {"clientInfo": {"name": name, "title": title, "version": version},
+            "capabilities": capabilities}
 
 
 def _compact(params: _Params) -> _Params:
@@ -210,6 +226,11 @@ def turn_steer_params(thread_id: str, expected_turn_id: str,
 def turn_interrupt_params(thread_id: str, turn_id: str) -> TurnInterruptParams:
     """``turn/interrupt`` params."""
     return {"threadId": thread_id, "turnId": turn_id}
+
+
+def account_read_params() -> GetAccountParams:
+    """``account/read`` params: what codex knows of the login, without refreshing a token."""
+    return {"refreshToken": False}
 
 
 def compact_start_params(thread_id: str) -> ThreadCompactStartParams:

@@ -162,7 +162,7 @@ class ThreadStartResponse(TypedDict):
     thread: Thread
 
 ResponseItem = dict[str, Any]
-TurnItemsView = Any
+TurnItemsView = Literal["notLoaded", "summary", "full"]
 SortDirection = Literal["asc", "desc"]
 
 class ThreadResumeInitialTurnsPageParams(TypedDict):

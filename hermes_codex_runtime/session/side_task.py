@@ -34,7 +34,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from hermes_codex_runtime.pool import Channel, ServerPool, SharedServer
 from hermes_codex_runtime.protocol import (
@@ -45,7 +45,12 @@ from hermes_codex_runtime.protocol import (
     to_user_input,
     turn_start_params,
 )
-from hermes_codex_runtime.protocol.schema_types import UserInput
+from hermes_codex_runtime.protocol.schema_types import (
+    ConfigReadParams,
+    ThreadStartResponse,
+    TurnStartResponse,
+    UserInput,
+)
 from hermes_codex_runtime.session import thread
 from hermes_codex_runtime.session.broker import RequestBroker
 from hermes_codex_runtime.session.failures import Stage, failure_from, transport_failure
@@ -171,23 +176,23 @@ def _run(conn: Channel, settings: SessionSettings, task: SideTask,
     try:
         thread.check_config(conn, settings)
         thread.check_login(conn, settings)
-        reply = thread.request(conn, "thread/start", thread_start_params(
+        reply = cast(ThreadStartResponse, thread.request(conn, "thread/start", thread_start_params(
             ephemeral=True, cwd=settings.cwd, model=settings.model,
             model_provider=settings.model_provider, approval_policy="never",
             sandbox="read-only", base_instructions=BASE_INSTRUCTIONS,
             developer_instructions=task.instructions or None,
             config={**SIDE_TASK_CONFIG, **_mcp_off(conn, settings)}),
-            min(settings.request_timeout, remaining))
+            min(settings.request_timeout, remaining)))
     except WireError as exc:
         raise _failed(exc, Stage.START, conn) from None
     thread_id = (reply.get("thread") or {}).get("id")
     if not isinstance(thread_id, str) or not thread_id:
         raise SideTaskFailed(Failure(FailureKind.OTHER, "codex returned no thread id"))
     try:
-        started = thread.request(conn, "turn/start", turn_start_params(
+        started = cast(TurnStartResponse, thread.request(conn, "turn/start", turn_start_params(
             thread_id, items, model=settings.model, effort=settings.effort,
             output_schema=dict(task.output_schema) if task.output_schema else None),
-            min(settings.request_timeout, max(0.1, deadline - time.monotonic())))
+            min(settings.request_timeout, max(0.1, deadline - time.monotonic()))))
     except WireError as exc:
         raise _failed(exc, Stage.TURN, conn) from None
     turn_id = (started.get("turn") or {}).get("id")
@@ -236,7 +241,8 @@ def _mcp_off(conn: Channel, settings: SessionSettings) -> dict[str, Any]:
     if names is None:
         names = ()
         with contextlib.suppress(WireError):
-            config = conn.request("config/read", {}, timeout=settings.control_timeout)
+            everything: ConfigReadParams = {}
+            config = conn.request("config/read", everything, timeout=settings.control_timeout)
             servers = (config.get("config") or {}).get("mcp_servers")
             if isinstance(servers, Mapping):
                 names = tuple(str(name) for name in servers)
