@@ -16,7 +16,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.protocol import invalid_configuration, login_missing
+from hermes_codex_runtime.protocol import (
+    account_read_params,
+    invalid_configuration,
+    login_missing,
+)
 from hermes_codex_runtime.wire import (
     AppServerConnection,
     CodexBinary,
@@ -131,7 +135,7 @@ def check_app_server(binary: CodexBinary, codex_home: str | None,
     try:
         invalid: list[str] = []
         try:
-            account = conn.request("account/read", {"refreshToken": False}, timeout=10)
+            account = conn.request("account/read", account_read_params(), timeout=10)
         except WireError as exc:
             account = {"_error": str(exc)}
         deadline_items = 0

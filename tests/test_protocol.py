@@ -233,3 +233,38 @@ def test_no_failure_hint_gives_another_host_hermes_advice():
         for hermes_word in ("hermes", "config.yaml", "model.", "/codex-runtime", "/compress",
                             "fallback_providers"):
             assert hermes_word not in text, (kind, text)
+
+
+# ---------------------------------------------------------------- schema types
+
+
+def _pinned_codex() -> str:
+    """The codex the package pins (the bundled one, whatever ``CODEX_BIN`` says)."""
+    from hermes_codex_runtime.protocol._generate import pinned_codex
+
+    try:
+        return pinned_codex()
+    except LookupError as exc:
+        pytest.fail(f"the pinned codex is needed to check schema_types.py: {exc}")
+
+
+def test_schema_types_are_what_the_pinned_codex_schema_generates(codex_binary):
+    from hermes_codex_runtime.protocol import _generate
+
+    committed = _generate.MODULE.read_text()
+    delta = _generate.diff(committed, _generate.module_text(_pinned_codex(), committed))
+    assert not delta, ("schema_types.py's generated block differs from what the pinned codex's "
+                       "schema gives; run `python -m hermes_codex_runtime.protocol._generate`, "
+                       "never edit the block by hand:\n" + delta)
+
+
+def test_the_codex_in_use_keeps_every_schema_type_the_runtime_uses(codex_binary, tmp_path):
+    """On another codex (CODEX_BIN), the types generated from the pinned one still hold: nothing
+    the runtime sends, answers or reads is gone, retyped or newly required there."""
+    from hermes_codex_runtime.protocol import _generate
+
+    _generate.generate_schema(_pinned_codex(), tmp_path / "pinned")
+    version = _generate.generate_schema(codex_binary.path, tmp_path / "used")
+    breaking, _ = _generate.incompatibilities(_generate.model(tmp_path / "pinned"),
+                                              _generate.model(tmp_path / "used"))
+    assert not breaking, f"codex {version} changed types the runtime uses: {breaking}"

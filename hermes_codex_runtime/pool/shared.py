@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_codex_runtime.pool.unload import Unloads
@@ -398,7 +398,7 @@ class Channel:
         """The shared app-server's process id (``None`` for an endpoint)."""
         return self._server.conn.pid
 
-    def request(self, method: str, params: JsonObject | None = None, *,
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
                 timeout: float = 30.0) -> JsonObject:
         """A request on the shared connection. Starting or resuming a thread binds it to this
         channel (a resumed id before the request, so nothing of it is missed)."""
@@ -415,7 +415,8 @@ class Channel:
                 self._binding -= 1
                 self.idle_since = time.monotonic()
 
-    def _bind_by(self, method: str, params: JsonObject | None, timeout: float) -> JsonObject:
+    def _bind_by(self, method: str, params: Mapping[str, Any] | None,
+                 timeout: float) -> JsonObject:
         asked = (params or {}).get("threadId") if method == "thread/resume" else None
         if isinstance(asked, str) and asked:
             self._server.unloads.wait(asked)  # a resume must not race codex's unload of it
@@ -438,7 +439,7 @@ class Channel:
         """A notification on the shared connection."""
         self._server.conn.notify(method, params)
 
-    def respond(self, request_id: RequestId, result: JsonObject) -> None:
+    def respond(self, request_id: RequestId, result: Mapping[str, Any]) -> None:
         """Answer a server request routed to this channel."""
         self._server.conn.respond(request_id, result)
 

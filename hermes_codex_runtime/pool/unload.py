@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
+from hermes_codex_runtime.protocol.schema_types import (
+    ThreadUnsubscribeParams,
+    ThreadUnsubscribeResponse,
+)
 from hermes_codex_runtime.wire import WireError
 
 log = logging.getLogger(__name__)
@@ -46,7 +50,9 @@ class Unloads:
                 self._closing.setdefault(thread_id, threading.Event())
         status: Any = None
         try:
-            reply = conn.request("thread/unsubscribe", {"threadId": thread_id}, timeout=timeout)
+            params: ThreadUnsubscribeParams = {"threadId": thread_id}
+            reply = cast(ThreadUnsubscribeResponse,
+                         conn.request("thread/unsubscribe", params, timeout=timeout))
             status = reply.get("status")
         except WireError as exc:
             log.info("thread/unsubscribe %s: %s", thread_id, exc)

@@ -25,6 +25,7 @@ from hermes_codex_runtime.protocol.failures import (
 from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
 from hermes_codex_runtime.protocol.requests import (
     UNUSED_NOTIFICATIONS,
+    account_read_params,
     compact_start_params,
     sandbox_policy,
     thread_fork_params,
@@ -50,6 +51,7 @@ __all__ = [
     "HostToolOutput",
     "InputError",
     "Scope",
+    "account_read_params",
     "answer_for",
     "approval_kind",
     "classify",

@@ -13,9 +13,31 @@ from __future__ import annotations
 
 import copy
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
+
+from hermes_codex_runtime.protocol.schema_types import (
+    ApplyPatchApprovalResponse,
+    CommandExecutionApprovalDecision,
+    CommandExecutionRequestApprovalResponse,
+    DynamicToolCallResponse,
+    ExecCommandApprovalResponse,
+    FileChangeApprovalDecision,
+    FileChangeRequestApprovalResponse,
+    GrantedPermissionProfile,
+    McpServerElicitationAction,
+    McpServerElicitationRequestResponse,
+    PermissionGrantScope,
+    PermissionsRequestApprovalResponse,
+    ReviewDecision,
+    ToolRequestUserInputResponse,
+)
 
 JsonObject = dict[str, Any]
+#: The answer to a server request: one of the shapes codex's schema gives the methods below.
+Answer = (CommandExecutionRequestApprovalResponse | FileChangeRequestApprovalResponse
+          | PermissionsRequestApprovalResponse | McpServerElicitationRequestResponse
+          | ToolRequestUserInputResponse | DynamicToolCallResponse | ExecCommandApprovalResponse
+          | ApplyPatchApprovalResponse)
 
 METHOD_NOT_FOUND = -32601
 
@@ -40,7 +62,7 @@ APPROVAL_METHODS = frozenset(
     }
 )
 
-_SAFE_ANSWERS: dict[str, JsonObject] = {
+_SAFE_ANSWERS: dict[str, Answer] = {
     COMMAND_APPROVAL: {"decision": "decline"},
     FILE_CHANGE_APPROVAL: {"decision": "decline"},
     PERMISSIONS_APPROVAL: {"permissions": {}},
@@ -88,13 +110,13 @@ class Decision(StrEnum):
         return self in (Decision.ACCEPT, Decision.ACCEPT_FOR_SESSION)
 
 
-def safe_answer(method: str) -> JsonObject | None:
+def safe_answer(method: str) -> Answer | None:
     """The fail-closed answer for ``method``, or ``None`` when it must get a ``-32601`` error."""
     answer = _SAFE_ANSWERS.get(method)
     return copy.deepcopy(answer) if answer is not None else None
 
 
-def default_answer(method: str, params: JsonObject | None = None) -> JsonObject | None:
+def default_answer(method: str, params: JsonObject | None = None) -> Answer | None:
     """The answer to a server request nobody decides: a decision declined, anything else its
     safe answer; ``None`` for a method outside the table (answer it with ``-32601``)."""
     if method in APPROVAL_METHODS:
@@ -102,9 +124,19 @@ def default_answer(method: str, params: JsonObject | None = None) -> JsonObject 
     return safe_answer(method)
 
 
+# The v2 approvals' decisions.
+_COMMAND: dict[Decision, CommandExecutionApprovalDecision] = {
+    Decision.ACCEPT: "accept", Decision.ACCEPT_FOR_SESSION: "acceptForSession",
+    Decision.DECLINE: "decline", Decision.CANCEL: "cancel",
+}
+_FILE_CHANGE: dict[Decision, FileChangeApprovalDecision] = {
+    Decision.ACCEPT: "accept", Decision.ACCEPT_FOR_SESSION: "acceptForSession",
+    Decision.DECLINE: "decline", Decision.CANCEL: "cancel",
+}
+
 # The legacy (v1) ReviewDecision. codex >= 0.163 spells a denial as an object carrying the
 # rejection text; v2 threads never send these methods, but an answer must still be valid.
-_LEGACY: dict[Decision, Any] = {
+_LEGACY: dict[Decision, ReviewDecision] = {
     Decision.ACCEPT: "approved",
     Decision.ACCEPT_FOR_SESSION: "approved_for_session",
     Decision.DECLINE: {"denied": {"rejection": "Declined."}},
@@ -113,7 +145,7 @@ _LEGACY: dict[Decision, Any] = {
 
 
 def answer_for(method: str, decision: Decision, params: JsonObject | None = None,
-               *, content: Any = None) -> JsonObject | None:
+               *, content: Any = None) -> Answer | None:
     """The wire answer that carries ``decision`` for a ``method`` request with ``params``.
 
     Returns ``None`` for methods outside the table (answer them with ``-32601``). For methods that
@@ -121,23 +153,31 @@ def answer_for(method: str, decision: Decision, params: JsonObject | None = None
     decision. ``content`` is the accepted elicitation's form content (``{}`` when omitted).
     """
     params = params or {}
-    if method in (COMMAND_APPROVAL, FILE_CHANGE_APPROVAL):
-        return {"decision": decision.value}
-    if method in (LEGACY_EXEC_APPROVAL, LEGACY_PATCH_APPROVAL):
-        return {"decision": copy.deepcopy(_LEGACY[decision])}
+    if method == COMMAND_APPROVAL:
+        return CommandExecutionRequestApprovalResponse(decision=_COMMAND[decision])
+    if method == FILE_CHANGE_APPROVAL:
+        return FileChangeRequestApprovalResponse(decision=_FILE_CHANGE[decision])
+    if method == LEGACY_EXEC_APPROVAL:
+        return ExecCommandApprovalResponse(decision=copy.deepcopy(_LEGACY[decision]))
+    if method == LEGACY_PATCH_APPROVAL:
+        return ApplyPatchApprovalResponse(decision=copy.deepcopy(_LEGACY[decision]))
     if method == PERMISSIONS_APPROVAL:
         if not decision.accepts:
-            return {"permissions": {}}
+            return PermissionsRequestApprovalResponse(permissions={})
         requested = params.get("permissions")
-        granted = copy.deepcopy(requested) if isinstance(requested, dict) else {}
-        scope = "session" if decision is Decision.ACCEPT_FOR_SESSION else "turn"
-        return {"permissions": granted, "scope": scope}
+        # codex asks with a RequestPermissionProfile: the grant's shape ({fileSystem, network}).
+        granted = cast(GrantedPermissionProfile, copy.deepcopy(requested)
+                       if isinstance(requested, dict) else {})
+        scope: PermissionGrantScope = ("session" if decision is Decision.ACCEPT_FOR_SESSION
+                                       else "turn")
+        return PermissionsRequestApprovalResponse(permissions=granted, scope=scope)
     if method == MCP_ELICITATION:
         if decision.accepts:
-            return {"action": "accept", "content": content if content is not None else {},
-                    "_meta": None}
-        action = "cancel" if decision is Decision.CANCEL else "decline"
-        return {"action": action, "content": None, "_meta": None}
+            return McpServerElicitationRequestResponse(
+                action="accept", content=content if content is not None else {}, _meta=None)
+        action: McpServerElicitationAction = ("cancel" if decision is Decision.CANCEL
+                                              else "decline")
+        return McpServerElicitationRequestResponse(action=action, content=None, _meta=None)
     return safe_answer(method)
 
 

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import unquote, urlparse
 
-JsonObject = dict[str, Any]
+from hermes_codex_runtime.protocol.schema_types import (
+    ImageDetail,
+    LocalImageUserInput,
+    TextUserInput,
+    UrlImageUserInput,
+    UserInput,
+)
 
-IMAGE_DETAILS = frozenset({"auto", "low", "high", "original"})
+IMAGE_DETAILS: frozenset[ImageDetail] = frozenset(get_args(ImageDetail))
 MAX_DATA_URL_BYTES = 50 * 1024 * 1024
 #: codex rejects a turn whose text input exceeds this many characters (verified on 0.163).
 MAX_INPUT_CHARS = 1_048_576
@@ -29,15 +35,16 @@ class InputError(ValueError):
     """The host's input cannot be turned into codex input."""
 
 
-def _text_item(text: str) -> JsonObject:
+def _text_item(text: str) -> TextUserInput:
     return {"type": "text", "text": text}
 
 
-def _image_from_reference(ref: str, detail: Any, base_dir: str | None) -> JsonObject:
+def _image_from_reference(ref: str, detail: Any,
+                          base_dir: str | None) -> UrlImageUserInput | LocalImageUserInput:
     ref = ref.strip()
     if not ref:
         raise InputError("an image part has an empty URL/path")
-    item: JsonObject
+    chosen = next((known for known in IMAGE_DETAILS if known == detail), None)
     lowered = ref[:12].lower()
     if lowered.startswith("data:"):
         if not lowered.startswith("data:image/"):
@@ -47,12 +54,9 @@ def _image_from_reference(ref: str, detail: Any, base_dir: str | None) -> JsonOb
                 f"an inline image is {len(ref) // (1024 * 1024)} MB; the limit is "
                 f"{MAX_DATA_URL_BYTES // (1024 * 1024)} MB — attach it as a file instead"
             )
-        item = {"type": "image", "url": ref}
     elif lowered.startswith(("http://", "https://")):
-        parsed = urlparse(ref)
-        if not parsed.netloc:
+        if not urlparse(ref).netloc:
             raise InputError(f"the image URL {ref[:80]!r} has no host")
-        item = {"type": "image", "url": ref}
     else:
         path = unquote(urlparse(ref).path) if lowered.startswith("file:") else ref
         path = os.path.expanduser(path)
@@ -60,13 +64,18 @@ def _image_from_reference(ref: str, detail: Any, base_dir: str | None) -> JsonOb
             path = os.path.join(base_dir or os.getcwd(), path)
         if not os.path.isfile(path):
             raise InputError(f"the image file {path!r} does not exist")
-        item = {"type": "localImage", "path": os.path.abspath(path)}
-    if isinstance(detail, str) and detail in IMAGE_DETAILS:
-        item["detail"] = detail
-    return item
+        local: LocalImageUserInput = {"type": "localImage", "path": os.path.abspath(path)}
+        if chosen is not None:
+            local["detail"] = chosen
+        return local
+    remote: UrlImageUserInput = {"type": "image", "url": ref}
+    if chosen is not None:
+        remote["detail"] = chosen
+    return remote
 
 
-def _image_part(part: Mapping[str, Any], base_dir: str | None) -> JsonObject:
+def _image_part(part: Mapping[str, Any],
+                base_dir: str | None) -> UrlImageUserInput | LocalImageUserInput:
     raw = part.get("image_url", part.get("url", part.get("path")))
     detail = part.get("detail")
     if isinstance(raw, Mapping):
@@ -78,13 +87,13 @@ def _image_part(part: Mapping[str, Any], base_dir: str | None) -> JsonObject:
 
 
 def to_user_input(content: Any, *, base_dir: str | None = None,
-                  images: Iterable[str] = ()) -> list[JsonObject]:
+                  images: Iterable[str] = ()) -> list[UserInput]:
     """Map host input to ``UserInput`` items.
 
     ``content`` is a string or a list of content parts; ``images`` are extra image references
     (paths or URLs) a host attached beside the text. Raises :class:`InputError`.
     """
-    items: list[JsonObject] = []
+    items: list[UserInput] = []
     if content is None:
         pass
     elif isinstance(content, str):

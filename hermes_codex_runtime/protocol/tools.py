@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-JsonObject = dict[str, Any]
+from hermes_codex_runtime.protocol.schema_types import (
+    DynamicToolCallResponse,
+    FunctionDynamicToolSpec,
+)
 
 #: The Responses API's function-name rule, which codex forwards the name to.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -38,7 +41,7 @@ class HostTool:
         if not isinstance(self.input_schema, Mapping):
             raise ValueError(f"host tool {self.name!r}: input_schema must be a JSON object")
 
-    def spec(self) -> JsonObject:
+    def spec(self) -> FunctionDynamicToolSpec:
         """The ``thread/start.dynamicTools`` entry."""
         return {"type": "function", "name": self.name, "description": self.description or "",
                 "inputSchema": dict(self.input_schema)}
@@ -70,7 +73,7 @@ class HostToolOutput:
     text: str
     success: bool = True
 
-    def answer(self) -> JsonObject:
+    def answer(self) -> DynamicToolCallResponse:
         """The ``item/tool/call`` answer."""
         return {"contentItems": [{"type": "inputText", "text": self.text}],
                 "success": bool(self.success)}

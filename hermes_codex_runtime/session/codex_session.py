@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hermes_codex_runtime.events import CodexEvent, ConfigWarning, Notice
 from hermes_codex_runtime.pool import Channel, ServerPool
@@ -39,6 +39,13 @@ from hermes_codex_runtime.protocol import (
     to_user_input,
     turn_start_params,
     turn_steer_params,
+)
+from hermes_codex_runtime.protocol.schema_types import (
+    ThreadReadParams,
+    ThreadReadResponse,
+    TurnStartResponse,
+    TurnSteerResponse,
+    UserInput,
 )
 from hermes_codex_runtime.session import rollout, thread
 from hermes_codex_runtime.session.broker import RequestBroker
@@ -237,8 +244,9 @@ class CodexSession:
         conn, thread_id = self._conn, self.thread_id
         if conn is None or thread_id is None:
             raise TransportClosed("the codex thread is not started")
-        reply = thread.request(conn, "thread/read", {"threadId": thread_id, "includeTurns": True},
-                               self.settings.request_timeout)
+        params: ThreadReadParams = {"threadId": thread_id, "includeTurns": True}
+        reply = cast(ThreadReadResponse, thread.request(conn, "thread/read", params,
+                                                        self.settings.request_timeout))
         record = reply.get("thread")
         return dict(record) if isinstance(record, Mapping) else {}
 
@@ -305,8 +313,9 @@ class CodexSession:
             return False
         try:
             items = to_user_input(cleaned)
-            reply = conn.request("turn/steer", turn_steer_params(thread_id, turn_id, items),
-                                 timeout=self.settings.control_timeout)
+            reply = cast(TurnSteerResponse, conn.request(
+                "turn/steer", turn_steer_params(thread_id, turn_id, items),
+                timeout=self.settings.control_timeout))
         except (WireError, InputError) as exc:
             log.info("turn/steer was not accepted: %s", exc)
             return False
@@ -409,12 +418,12 @@ class CodexSession:
                           recorded=(lambda turn: rollout.read_turn(at, turn)) if at else None)
 
     def _start_turn(self, result: TurnResult, conn: Channel, thread_id: str,
-                    items: list[dict[str, Any]]) -> TurnDriver | None:
+                    items: list[UserInput]) -> TurnDriver | None:
         at = rollout.mark(self._rollout)  # what codex records of this turn is read from here
         try:
-            reply = thread.request(conn, "turn/start", turn_start_params(
+            reply = cast(TurnStartResponse, thread.request(conn, "turn/start", turn_start_params(
                 thread_id, items, model=self.settings.model, effort=self.settings.effort),
-                self.settings.request_timeout)
+                self.settings.request_timeout))
         except WireError as exc:
             failure, retire = failure_from(exc, Stage.TURN, self._stderr_tail())
             result.fail(failure, retire=retire)

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from hermes_codex_runtime.pool import Channel
+from hermes_codex_runtime.protocol.schema_types import (
+    ThreadTurnsListParams,
+    ThreadTurnsListResponse,
+)
 from hermes_codex_runtime.session import notes
 from hermes_codex_runtime.wire import WireError
 
@@ -38,9 +42,10 @@ def recorded_turn(conn: Channel, thread_id: str, turn_id: str,
                   timeout: float) -> Mapping[str, Any] | None:
     """codex's record of turn ``turn_id`` — when it is the thread's newest turn — or ``None``
     (another turn, no record, or no answer)."""
+    params: ThreadTurnsListParams = {"threadId": thread_id, "limit": 1, "itemsView": "full"}
     try:
-        reply = conn.request("thread/turns/list", {"threadId": thread_id, "limit": 1,
-                                                   "itemsView": "full"}, timeout=timeout)
+        reply = cast(ThreadTurnsListResponse,
+                     conn.request("thread/turns/list", params, timeout=timeout))
     except WireError as exc:
         log.info("codex's record of thread %s could not be read: %s", thread_id, exc)
         return None

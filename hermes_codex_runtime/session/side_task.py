@@ -34,7 +34,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.pool import Channel, ServerPool, SharedServer
@@ -45,6 +45,12 @@ from hermes_codex_runtime.protocol import (
     thread_start_params,
     to_user_input,
     turn_start_params,
+)
+from hermes_codex_runtime.protocol.schema_types import (
+    ConfigReadParams,
+    ThreadStartResponse,
+    TurnStartResponse,
+    UserInput,
 )
 from hermes_codex_runtime.session import thread
 from hermes_codex_runtime.session.broker import RequestBroker
@@ -160,7 +166,7 @@ def run_side_task(pool: ServerPool, settings: SessionSettings, task: SideTask) -
 
 
 def _run(conn: Channel, settings: SessionSettings, task: SideTask,
-         items: list[dict[str, Any]], deadline: float) -> SideTaskReply:
+         items: list[UserInput], deadline: float) -> SideTaskReply:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise _timeout("before it could start", task.timeout)
@@ -171,23 +177,23 @@ def _run(conn: Channel, settings: SessionSettings, task: SideTask,
     try:
         thread.check_config(conn, settings)
         thread.check_login(conn, settings)
-        reply = thread.request(conn, "thread/start", thread_start_params(
+        reply = cast(ThreadStartResponse, thread.request(conn, "thread/start", thread_start_params(
             ephemeral=True, cwd=settings.cwd, model=settings.model,
             model_provider=settings.model_provider, approval_policy="never",
             sandbox="read-only", base_instructions=BASE_INSTRUCTIONS,
             developer_instructions=task.instructions or None,
             config={**SIDE_TASK_CONFIG, **_mcp_off(conn, settings)}),
-            min(settings.request_timeout, remaining))
+            min(settings.request_timeout, remaining)))
     except WireError as exc:
         raise _failed(exc, Stage.START, conn) from None
     thread_id = (reply.get("thread") or {}).get("id")
     if not isinstance(thread_id, str) or not thread_id:
         raise SideTaskFailed(Failure(FailureKind.OTHER, "codex returned no thread id"))
     try:
-        started = thread.request(conn, "turn/start", turn_start_params(
+        started = cast(TurnStartResponse, thread.request(conn, "turn/start", turn_start_params(
             thread_id, items, model=settings.model, effort=settings.effort,
             output_schema=dict(task.output_schema) if task.output_schema else None),
-            min(settings.request_timeout, max(0.1, deadline - time.monotonic())))
+            min(settings.request_timeout, max(0.1, deadline - time.monotonic()))))
     except WireError as exc:
         raise _failed(exc, Stage.TURN, conn) from None
     turn_id = (started.get("turn") or {}).get("id")
@@ -236,7 +242,8 @@ def _mcp_off(conn: Channel, settings: SessionSettings) -> dict[str, Any]:
     if names is None:
         names = ()
         with contextlib.suppress(WireError):
-            config = conn.request("config/read", {}, timeout=settings.control_timeout)
+            everything: ConfigReadParams = {}
+            config = conn.request("config/read", everything, timeout=settings.control_timeout)
             servers = (config.get("config") or {}).get("mcp_servers")
             if isinstance(servers, Mapping):
                 names = tuple(str(name) for name in servers)

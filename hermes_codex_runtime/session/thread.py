@@ -32,10 +32,11 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from hermes_codex_runtime.pool import Channel
 from hermes_codex_runtime.protocol import (
+    account_read_params,
     invalid_configuration,
     login_missing,
     thread_fork_params,
@@ -43,6 +44,7 @@ from hermes_codex_runtime.protocol import (
     thread_start_params,
 )
 from hermes_codex_runtime.protocol.permissions import ThreadPermissions
+from hermes_codex_runtime.protocol.schema_types import ThreadStartResponse
 from hermes_codex_runtime.session import rollout
 from hermes_codex_runtime.session.failures import LoginMissing
 from hermes_codex_runtime.values import SessionSettings
@@ -81,7 +83,8 @@ class Opened:
     path: str | None = None  # the thread's rollout file, where its app-server runs
 
 
-def request(conn: Channel, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+def request(conn: Channel, method: str, params: Mapping[str, Any],
+            timeout: float) -> dict[str, Any]:
     """A request, retried with bounded backoff and jitter while codex is overloaded."""
     for attempt in range(OVERLOAD_RETRIES + 1):
         try:
@@ -215,10 +218,10 @@ def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str 
     combined = "\n\n".join(p for p in (instructions, seed_text) if p) or None
     tools = [tool.spec() for tool in settings.host_tools] or None
     try:
-        result = request(conn, "thread/start", thread_start_params(
+        result = cast(ThreadStartResponse, request(conn, "thread/start", thread_start_params(
             developer_instructions=combined, dynamic_tools=tools,
             **overrides(settings, cwd, walls)),
-            settings.request_timeout)
+            settings.request_timeout))
     except ServerError as exc:
         if _CONFIG_REFUSED.match(exc.message):
             config_refused(conn, settings, exc)
@@ -266,7 +269,7 @@ def check_login(conn: Channel, settings: SessionSettings) -> None:
     turn budget ran out: raise :class:`LoginMissing` at once instead. (A codex too old to say
     is not judged.)"""
     try:
-        account = conn.request("account/read", {"refreshToken": False},
+        account = conn.request("account/read", account_read_params(),
                                timeout=settings.control_timeout)
     except (ServerError, RequestTimeout) as exc:
         log.info("codex did not say whether it is logged in (%s); not checked", exc)

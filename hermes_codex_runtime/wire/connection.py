@@ -36,8 +36,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, cast
 
+from hermes_codex_runtime.protocol.requests import initialize_params
+from hermes_codex_runtime.protocol.schema_types import InitializeResponse
 from hermes_codex_runtime.wire.binary import (
     CodexBinary,
     parse_version,
@@ -234,21 +236,11 @@ class AppServerConnection(JsonRpcConnection):
         ``experimental_api`` opts in to codex's experimental surface — needed for
         ``thread/start.dynamicTools`` (host tools codex calls back through ``item/tool/call``).
         """
-        capabilities: JsonObject = {}
-        if experimental_api:
-            capabilities["experimentalApi"] = True
-        if opt_out_notifications:
-            capabilities["optOutNotificationMethods"] = list(opt_out_notifications)
-        params: JsonObject = {
-            "clientInfo": {
-                "name": CLIENT_NAME,
-                "title": client_title or CLIENT_NAME,
-                "version": client_version,
-            },
-            "capabilities": capabilities,
-        }
+        params = initialize_params(CLIENT_NAME, client_title or CLIENT_NAME, client_version,
+                                   experimental_api=experimental_api,
+                                   opt_out_notifications=opt_out_notifications)
         try:
-            result = self.request("initialize", params, timeout=timeout)
+            result = cast(InitializeResponse, self.request("initialize", params, timeout=timeout))
         except TransportClosed as exc:
             raise TransportClosed(
                 f"codex app-server exited during start-up (exit code {self.returncode}). "
@@ -268,7 +260,7 @@ class AppServerConnection(JsonRpcConnection):
         self.notify("initialized")
         return self.server
 
-    def request(self, method: str, params: JsonObject | None = None, *,
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
                 timeout: float = 30.0) -> JsonObject:
         if method in _LOADS_THREAD:
             self._look_at_turn_end = True

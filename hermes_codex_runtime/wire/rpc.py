@@ -21,7 +21,7 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes_codex_runtime.wire.errors import RequestTimeout, ServerError, TransportClosed
@@ -60,7 +60,7 @@ class JsonRpcConnection:
 
     # ------------------------------------------------------------------ outbound
 
-    def request(self, method: str, params: JsonObject | None = None, *,
+    def request(self, method: str, params: Mapping[str, Any] | None = None, *,
                 timeout: float = 30.0) -> JsonObject:
         """Send a request and block (at most ``timeout`` s) for its result.
 
@@ -100,7 +100,7 @@ class JsonRpcConnection:
             message["params"] = params
         self._send(message)
 
-    def respond(self, request_id: RequestId, result: JsonObject) -> None:
+    def respond(self, request_id: RequestId, result: Mapping[str, Any]) -> None:
         """Answer a server request with a result."""
         self._send({"id": request_id, "result": result})
 
