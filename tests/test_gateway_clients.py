@@ -17,7 +17,7 @@ import psutil
 import pytest
 from hermes_env import Gateway, base_config, write_config
 from test_hermes_side_tasks import is_title, side_task_router
-from test_side_tasks_e2e import last_user_text
+from test_side_tasks_e2e import OUTGROWN_CHAT, last_user_text, outgrown_chat_turn
 
 from hermes_codex_runtime.offline import provider as mp
 
@@ -172,15 +172,7 @@ def test_the_configured_context_length_holds_and_compression_fires_on_the_next_r
     configure(home, model={"context_length": 80000},
               compression={"enabled": True, "codex_app_server_auto": "hermes"})
     # ~68k tokens: over the 64,000 threshold, within the window with the instructions and tools
-    answers = {"write a lot": ("lorem ipsum dolor sit amet " * 10100).strip(),
-               "and now?": "Carrying on."}
-    sizes = {"write a lot": mp.Usage(input=11000, output=68200)}  # as a provider reports it
-
-    def turn(body: dict[str, Any]) -> mp.Reply:  # anything else: codex's compaction prompt
-        said = last_user_text(body)
-        return mp.text(answers.get(said, "SUMMARY-OF-THE-LOREM"), usage=sizes.get(said))
-
-    mock_provider.set_default(side_task_router(turn=turn))
+    mock_provider.set_default(side_task_router(turn=outgrown_chat_turn))
     with api_server(home) as (_, client, model):
         opened = client.responses.create(model=model, input="write a lot")
         before = len(mock_provider.requests)
@@ -190,7 +182,7 @@ def test_the_configured_context_length_holds_and_compression_fires_on_the_next_r
     log = (home / "logs" / "agent.log").read_text()
     assert "ctx 80,000" in log and "Preflight compression" in log  # the user's window, not codex's
     resumed = [b for b in mock_provider.requests[before:] if not is_title(b)]
-    [compact] = [b for b in resumed if last_user_text(b) not in answers]
+    [compact] = [b for b in resumed if last_user_text(b) not in OUTGROWN_CHAT]
     after = turn_request(mock_provider, "and now?")
     assert resumed.index(compact) < resumed.index(after)  # compacted before the turn went on
     sent = json.dumps(after["input"])

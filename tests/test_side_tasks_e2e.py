@@ -75,6 +75,20 @@ def last_user_text(body: dict[str, Any]) -> str:
     return " ".join(p.get("text", "") for p in parts or () if isinstance(p, dict))
 
 
+#: The prompts of a chat that outgrows an 80,000-token window and their answers: ~68k tokens of
+#: lorem ipsum, then a plain answer.
+OUTGROWN_CHAT = {"write a lot": ("lorem ipsum dolor sit amet " * 10100).strip(),
+                 "and now?": "Carrying on."}
+
+
+def outgrown_chat_turn(body: dict[str, Any]) -> mp.Reply:
+    """The session's own turns of :data:`OUTGROWN_CHAT` (the long answer's usage as a provider
+    reports it); any other prompt is codex's compaction prompt: ``SUMMARY-OF-THE-LOREM``."""
+    said = last_user_text(body)
+    usage = mp.Usage(input=11000, output=68200) if said == "write a lot" else None
+    return mp.text(OUTGROWN_CHAT.get(said, "SUMMARY-OF-THE-LOREM"), usage=usage)
+
+
 def command_turn(command: str, answer: str):
     """The session's own turns: one escalated command, then ``answer``."""
     def turn(body: dict[str, Any]) -> mp.Reply:
@@ -179,15 +193,7 @@ def test_a_resumed_chat_over_its_threshold_compacts_the_stored_thread_first(home
     configure(home, model={"context_length": 80000},
               compression={"enabled": True, "codex_app_server_auto": "hermes"})
     # ~68k tokens: over the 68,000 threshold, within the window with the instructions and tools
-    answers = {"write a lot": ("lorem ipsum dolor sit amet " * 10100).strip(),
-               "and now?": "Carrying on."}
-    sizes = {"write a lot": mp.Usage(input=11000, output=68200)}  # as a provider reports it
-
-    def turn(body: dict[str, Any]) -> mp.Reply:  # anything else: codex's compaction prompt
-        said = last_user_text(body)
-        return mp.text(answers.get(said, "SUMMARY-OF-THE-LOREM"), usage=sizes.get(said))
-
-    mock_provider.set_default(side_task_router(turn=turn))
+    mock_provider.set_default(side_task_router(turn=outgrown_chat_turn))
     first = hermes(home, "chat", "-Q", "-q", "write a lot")
     assert first.returncode == 0, first.stderr[-2000:]
     session_id = re.search(r"session_id:\s*(\S+)", first.stderr).group(1)
@@ -203,7 +209,7 @@ def test_a_resumed_chat_over_its_threshold_compacts_the_stored_thread_first(home
     # the session's last real prompt usage was stored with it (the 0.22 line anchors its
     # pre-turn estimate on it; 0.19.0 estimates from the transcript)
     assert "not anchored on real usage" not in log
-    [compact] = [b for b in resumed if last_user_text(b) not in answers]
+    [compact] = [b for b in resumed if last_user_text(b) not in OUTGROWN_CHAT]
     assert "lorem ipsum" in json.dumps(compact["input"])  # codex summarised the stored thread
     assert resumed.index(compact) < resumed.index(after)  # before the first turn
     sent = json.dumps(after["input"])

@@ -5,15 +5,14 @@ of every message. :class:`ProtocolSchema` loads it and checks messages the way c
 decoder treats them:
 
 * ``errors`` — what codex would reject (missing required fields, wrong types, unknown enum
-  variants, unknown fields where the type denies them);
+  variants, unknown fields where the type denies them): the ``jsonschema`` library's draft-07
+  verdict, each error worded like serde's and led by its path (``params.input[0]``);
 * ``ignored`` — fields codex would silently DROP (an unknown field on a type that does not deny
   them). A client that sends one lost some intent without any error: tests assert there are none.
+  No schema keyword says this, so a short walk over the schema names them: the keys of an object
+  that no branch it matched declares.
 
-Only the keywords the generator emits are implemented: ``$ref``, ``type``, ``properties``,
-``required``, ``additionalProperties``, ``enum``, ``const``, ``anyOf``, ``oneOf``, ``allOf``,
-``items``, ``minimum``, ``minLength``. Standard library only: ``jsonschema`` would answer the
-``errors`` half, but not ``ignored`` — which fields a matched branch would drop needs this walk
-of the schema (``$ref``, the tagged unions, the branch that matched) anyway.
+``jsonschema`` is test support (the ``devtools`` extra), like the rest of ``testing/``.
 """
 
 from __future__ import annotations
@@ -24,6 +23,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry
+from referencing.jsonschema import DRAFT7
 
 JsonObject = dict[str, Any]
 
@@ -46,15 +50,7 @@ class Verdict:
         return not self.errors and not self.ignored
 
 
-_TYPE_CHECKS = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "null": lambda v: v is None,
-}
+_OBJECT_KEYWORDS = frozenset({"properties", "required", "additionalProperties"})
 
 
 def _describe(value: Any) -> str:
@@ -71,164 +67,110 @@ def _describe(value: Any) -> str:
     return "a map"
 
 
+def _path(root: str, steps: Any) -> str:
+    return root + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps)
+
+
 class _Document:
-    """One schema file with ``$ref`` resolution inside it."""
+    """One schema file: ``jsonschema`` validation against it, ``$ref`` resolution inside it."""
 
     def __init__(self, data: JsonObject) -> None:
         self.data = data
+        self._validator = Draft7Validator(data)
+        self._resolver = Registry().resolver_with_root(DRAFT7.create_resource(data))
 
-    def resolve(self, ref: str) -> JsonObject:
-        if not ref.startswith("#/"):
-            raise ValueError(f"unsupported $ref {ref!r}")
-        node: Any = self.data
-        for part in ref[2:].split("/"):
-            node = node[part.replace("~1", "/").replace("~0", "~")]
-        return node  # type: ignore[no-any-return]
+    def check(self, schema: JsonObject, value: Any, root: str) -> Verdict:
+        """``value`` (at ``root``: ``params`` or ``result``) against ``schema``, a node of this
+        document."""
+        errors = self._validator.evolve(schema=schema).iter_errors(value)
+        messages = [m for error in errors for m in self._messages(error, root)]
+        return Verdict(errors=list(dict.fromkeys(messages)),
+                       ignored=self._ignored(schema, value, root))
 
-    def check(self, schema: JsonObject, value: Any, path: str) -> Verdict:
-        verdict = Verdict()
-        errors, ignored = self._value(schema, value, path)
-        verdict.errors.extend(errors)
-        verdict.ignored.extend(ignored)
-        return verdict
+    # ------------------------------------------------------------ errors, worded like serde's
 
-    def _value(self, schema: JsonObject, value: Any, path: str) -> tuple[list[str], list[str]]:
-        errors, ignored, known = self._node(schema, value, path)
-        if isinstance(value, dict) and known is not None:
-            ignored.extend(f"{path}.{key}" for key in value if key not in known)
-        return errors, ignored
+    def _messages(self, error: ValidationError, root: str) -> list[str]:
+        where = _path(root, error.absolute_path)
+        keyword, expected, value = error.validator, error.validator_value, error.instance
+        if keyword == "type":
+            kinds = "/".join(expected) if isinstance(expected, list) else expected
+            return [f"{where}: invalid type: {_describe(value)}, expected {kinds}"]
+        if keyword == "required":
+            return [f"{where}: missing field `{name}`" for name in expected if name not in value]
+        if keyword == "additionalProperties" and isinstance(value, dict):
+            declared = error.schema.get("properties", {})
+            return [f"{where}: unknown field `{name}`" for name in value if name not in declared]
+        if keyword == "enum":
+            variants = ", ".join(f"`{v}`" for v in expected[:12])
+            return [f"{where}: unknown variant `{value}`, expected one of {variants}"]
+        if keyword in ("oneOf", "anyOf") and error.context:
+            title = error.schema.get("title") or "enum"
+            closest = self._messages(self._closest_branch(error)[0], root)[0]
+            return [f"{where}: data did not match any variant of {title} ({closest})"]
+        return [f"{where}: {error.message}"]
 
-    def _node(
-        self, schema: JsonObject, value: Any, path: str
-    ) -> tuple[list[str], list[str], set[str] | None]:
-        """Check ``value`` against one schema node. Returns errors, ignored fields found below,
-        and the property names this node claims for an object value (``None``: not structured,
-        or open to any key)."""
-        if not isinstance(schema, dict):
-            return [], [], None  # the schema `true`: anything goes
-        depth_guard = 0
-        while "$ref" in schema:
-            schema = self.resolve(schema["$ref"])
-            depth_guard += 1
-            if depth_guard > 50:  # pragma: no cover - a cyclic alias chain
-                return [f"{path}: $ref cycle"], [], None
-        errors: list[str] = []
-        ignored: list[str] = []
-        known: set[str] = set()
-        structured = False
-        open_object = False
+    def _closest_branch(self, error: ValidationError) -> list[ValidationError]:
+        """The errors of the union branch ``error.instance`` came closest to: the one its
+        ``type`` tag names, else the one with the fewest errors (the first of equals)."""
+        by_branch: dict[int, list[ValidationError]] = {}
+        for sub in error.context:
+            by_branch.setdefault(sub.relative_schema_path[0], []).append(sub)
+        branches = error.validator_value
+        best = max(by_branch, key=lambda index: (
+            self._tag_matches(branches[index], error.instance), -len(by_branch[index])))
+        return by_branch[best]
 
-        def merge(sub_known: set[str] | None, sub_structured: bool) -> None:
-            nonlocal structured, open_object
-            if sub_structured:
-                structured = True
-                if sub_known is None:
-                    open_object = True
-                else:
-                    known.update(sub_known)
-
-        for sub in schema.get("allOf", ()):
-            e, i, k = self._node(sub, value, path)
-            errors.extend(e)
-            ignored.extend(i)
-            merge(k, k is not None or self._claims_object(sub))
-
-        for key in ("oneOf", "anyOf"):
-            branches = schema.get(key)
-            if not branches:
-                continue
-            first_failure: list[str] | None = None
-            tagged_failure = False
-            for branch in branches:
-                e, i, k = self._node(branch, value, path)
-                if not e:
-                    ignored.extend(i)
-                    merge(k, k is not None or self._claims_object(branch))
-                    break
-                if self._tag_matches(branch, value) or first_failure is None or (
-                        len(e) < len(first_failure) and not tagged_failure):
-                    tagged_failure = tagged_failure or self._tag_matches(branch, value)
-                    first_failure = e
-            else:
-                title = schema.get("title") or "enum"
-                detail = f" ({first_failure[0]})" if first_failure else ""
-                errors.append(f"{path}: data did not match any variant of {title}{detail}")
-
-        kind = schema.get("type")
-        if kind is not None:
-            kinds = kind if isinstance(kind, list) else [kind]
-            if not any(_TYPE_CHECKS.get(k, lambda v: True)(value) for k in kinds):
-                expected = "/".join(kinds)
-                errors.append(f"{path}: invalid type: {_describe(value)}, expected {expected}")
-                return errors, ignored, None
-        if "enum" in schema and value not in schema["enum"]:
-            expected = ", ".join(f"`{v}`" for v in schema["enum"][:12])
-            errors.append(f"{path}: unknown variant `{value}`, expected one of {expected}")
-        if "const" in schema and value != schema["const"]:
-            errors.append(f"{path}: expected `{schema['const']}`")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            minimum = schema.get("minimum")
-            if isinstance(minimum, int | float) and value < minimum:
-                errors.append(f"{path}: {value} is below the minimum {minimum}")
-        if isinstance(value, str):
-            min_length = schema.get("minLength")
-            if isinstance(min_length, int) and len(value) < min_length:
-                errors.append(f"{path}: shorter than {min_length} characters")
-
-        if isinstance(value, dict) and (
-            "properties" in schema or "required" in schema or "additionalProperties" in schema
-        ):
-            structured = True
-            props: JsonObject = schema.get("properties", {})
-            for name in schema.get("required", ()):
-                if name not in value:
-                    errors.append(f"{path}: missing field `{name}`")
-            extra = schema.get("additionalProperties")
-            for name, sub_value in value.items():
-                if name in props:
-                    e, i = self._value(props[name], sub_value, f"{path}.{name}")
-                    errors.extend(e)
-                    ignored.extend(i)
-                    known.add(name)
-                elif isinstance(extra, dict):
-                    e, i = self._value(extra, sub_value, f"{path}.{name}")
-                    errors.extend(e)
-                    ignored.extend(i)
-                    known.add(name)
-                elif extra is True:
-                    known.add(name)
-                elif extra is False and name not in known:
-                    errors.append(f"{path}: unknown field `{name}`")
-                    known.add(name)
-            known.update(props)
-
-        if isinstance(value, list) and isinstance(schema.get("items"), dict):
-            for index, item in enumerate(value):
-                e, i = self._value(schema["items"], item, f"{path}[{index}]")
-                errors.extend(e)
-                ignored.extend(i)
-
-        if not structured or open_object:
-            return errors, ignored, None
-        return errors, ignored, known
-
-    def _tag_matches(self, schema: JsonObject, value: Any) -> bool:
+    def _tag_matches(self, schema: Any, value: Any) -> bool:
         """True when ``value`` is an object whose ``type`` tag selects this branch."""
-        if not isinstance(value, dict) or "type" not in value or not isinstance(schema, dict):
+        if not isinstance(value, dict) or "type" not in value:
             return False
-        while "$ref" in schema:
-            schema = self.resolve(schema["$ref"])
-        tag = schema.get("properties", {}).get("type", {})
+        tag = self._resolve(schema).get("properties", {}).get("type", {})
         return isinstance(tag, dict) and value["type"] in tag.get("enum", ())
 
-    def _claims_object(self, schema: JsonObject) -> bool:
+    # ------------------------------------------------------------ fields codex would drop
+
+    def _resolve(self, schema: Any) -> Any:
+        while isinstance(schema, dict) and "$ref" in schema:
+            schema = self._resolver.lookup(schema["$ref"]).contents
+        return schema
+
+    def _fits(self, schema: Any, value: Any) -> bool:
+        return bool(self._validator.evolve(schema=schema).is_valid(value))
+
+    def _ignored(self, schema: Any, value: Any, path: str) -> list[str]:
+        found: list[str] = []
+        declared = self._declared(schema, value, path, found)
+        if isinstance(value, dict) and declared is not None:
+            found.extend(f"{path}.{key}" for key in value if key not in declared)
+        return found
+
+    def _declared(self, schema: Any, value: Any, path: str, found: list[str]) -> set[str] | None:
+        """Walk one schema node over ``value``: add the ignored fields found below it to
+        ``found``, and return the keys the node declares for an object ``value`` (``None``: it
+        says nothing about keys) — with its ``allOf`` parts and the first union branch ``value``
+        fits. An object with ``additionalProperties`` declares every key: an unknown one is
+        used, or rejected, never silently dropped."""
+        schema = self._resolve(schema)
         if not isinstance(schema, dict):
-            return False
-        seen = 0
-        while "$ref" in schema and seen < 50:
-            schema = self.resolve(schema["$ref"])
-            seen += 1
-        return "properties" in schema
+            return None  # the schema `true`: anything goes
+        parts = [self._declared(sub, value, path, found) for sub in schema.get("allOf", ())]
+        for key in ("oneOf", "anyOf"):
+            branch = next((b for b in schema.get(key, ()) if self._fits(b, value)), None)
+            if branch is not None:
+                parts.append(self._declared(branch, value, path, found))
+        if isinstance(value, list) and isinstance(schema.get("items"), dict):
+            for index, item in enumerate(value):
+                found.extend(self._ignored(schema["items"], item, f"{path}[{index}]"))
+        if isinstance(value, dict) and _OBJECT_KEYWORDS & schema.keys():
+            props: JsonObject = schema.get("properties", {})
+            extra = schema.get("additionalProperties")
+            for name, item in value.items():
+                sub = props.get(name, extra if isinstance(extra, dict) else None)
+                if sub is not None:
+                    found.extend(self._ignored(sub, item, f"{path}.{name}"))
+            parts.append(set(value) if "additionalProperties" in schema else set(props))
+        named = [part for part in parts if part is not None]
+        return set().union(*named) if named else None
 
 
 def _method_of(branch: JsonObject) -> str | None:
