@@ -34,30 +34,13 @@ def user_turns(history: Sequence[Any]) -> int:
 
 @dataclass(frozen=True)
 class Binding:
-    """The thread a conversation lives on, as the host stored it."""
+    """The thread a conversation lives on: what a host's ``codex_stored_thread`` answers, from
+    what it persisted when ``codex_thread_bound`` told it."""
 
     thread_id: str
     endpoint: str | None = None
     instructions: str | None = None  # the digest; None from a binding that predates it
     turns: int | None = None  # user turns once its last turn ran; None: not recorded
-
-    @classmethod
-    def of(cls, stored: Any) -> Binding | None:
-        """The binding in what ``codex_stored_thread`` returned: a thread id, or a mapping
-        ``{"thread_id", "endpoint", "instructions", "turns"}``; ``None`` for anything else."""
-        if isinstance(stored, str) and stored:
-            return cls(stored)
-        if not isinstance(stored, Mapping) or not isinstance(stored.get("thread_id"), str) \
-                or not stored["thread_id"]:
-            return None
-        endpoint, digest, turns = (stored.get(k) for k in ("endpoint", "instructions", "turns"))
-        return cls(stored["thread_id"], endpoint if isinstance(endpoint, str) else None,
-                   digest if isinstance(digest, str) else None,
-                   turns if isinstance(turns, int) and not isinstance(turns, bool) else None)
-
-    def as_stored(self) -> dict[str, Any]:
-        return {"thread_id": self.thread_id, "endpoint": self.endpoint,
-                "instructions": self.instructions, "turns": self.turns}
 
 
 def mismatch(*, bound_instructions: str | None, bound_turns: int | None,

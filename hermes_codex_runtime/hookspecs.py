@@ -4,6 +4,9 @@ The runtime (and nothing else) calls these; a host adapter implements them. ``fi
 take the first non-``None`` answer, so a plugin marked ``tryfirst`` answers before the host, and
 the defaults (:mod:`hermes_codex_runtime.defaults`, ``trylast``) answer only when nobody else did.
 ``agent`` is whatever object the host uses for one conversation; the runtime never looks inside.
+A ``firstresult`` hook answers with the type its spec names, or ``None``: any other answer is the
+implementation's bug, logged naming the hook and the type it must return, and taken as no answer
+(a settings answer fails the turn; an approval declines).
 Every hook also gets ``context``, the :class:`~hermes_codex_runtime.values.TurnContext` of the
 turn it is asked for; pluggy passes only the arguments an implementation names, so an
 implementation may leave ``context`` (or any other argument) out.
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    from hermes_codex_runtime.continuity import Binding
     from hermes_codex_runtime.events import CodexEvent
     from hermes_codex_runtime.protocol import Decision, Failure, HostToolCall, HostToolOutput
     from hermes_codex_runtime.usage import UsageReport
@@ -38,9 +42,8 @@ Message = Mapping[str, Any]
 
 
 @hookspec(firstresult=True)
-def codex_session_settings(agent: Any, context: TurnContext[Any]
-                           ) -> SessionSettings | Mapping[str, Any] | None:
-    """How to run codex for this agent: a ``SessionSettings`` (or a mapping of its fields)."""
+def codex_session_settings(agent: Any, context: TurnContext[Any]) -> SessionSettings | None:
+    """How to run codex for this agent."""
 
 
 @hookspec(firstresult=True)
@@ -55,11 +58,10 @@ def codex_history_seed(agent: Any, messages: Sequence[Message],
 
 
 @hookspec(firstresult=True)
-def codex_stored_thread(agent: Any, context: TurnContext[Any]
-                        ) -> str | Mapping[str, Any] | None:
-    """The codex thread bound to this agent's session by an earlier process, if any: its id, or
-    ``{"thread_id": ..., "endpoint": ..., "instructions": ..., "turns": ...}`` — the remote
-    app-server that holds it, and the digest and turn count ``codex_thread_bound`` was given.
+def codex_stored_thread(agent: Any, context: TurnContext[Any]) -> Binding | None:
+    """The codex thread bound to this agent's session by an earlier process, if any: a
+    ``Binding`` of its id, the remote app-server that holds it, and the digest and turn count
+    ``codex_thread_bound`` was given (``None`` for what the host did not store).
     codex keeps a thread's developer instructions and turns on ``thread/resume``: a
     conversation with other instructions, or fewer user turns than the thread has seen, starts
     a fresh thread, seeded, instead (:mod:`.continuity`)."""
@@ -78,18 +80,18 @@ def codex_thread_bound(agent: Any, thread_id: str, endpoint: str | None, instruc
 
 @hookspec(firstresult=True)
 def codex_approval(agent: Any, request: ApprovalRequest,
-                   context: TurnContext[Any]) -> Decision | str | None:
-    """Decide one ``ApprovalRequest``: a ``Decision`` (or "accept"/"decline"/... ). Asked per
-    request, off the stream's thread. ``None`` passes to the next implementation; the default
-    declines (fail closed). A raised exception or an unknown answer is a decline."""
+                   context: TurnContext[Any]) -> Decision | None:
+    """Decide one ``ApprovalRequest``. Asked per request, off the stream's thread. ``None``
+    passes to the next implementation; the default declines (fail closed). A raised exception
+    or an answer that is not a ``Decision`` is a decline."""
 
 
 @hookspec(firstresult=True)
 def codex_tool_call(agent: Any, call: HostToolCall,
-                    context: TurnContext[Any]) -> HostToolOutput | str | None:
+                    context: TurnContext[Any]) -> HostToolOutput | None:
     """Run one of the host's own tools (declared in ``SessionSettings.host_tools``) that codex
-    called, on the turn's thread: a ``HostToolOutput`` or the result text. ``None`` passes on;
-    nobody answering is a failed call."""
+    called, on the turn's thread. ``None`` passes on; nobody answering (or an exception, or
+    another answer) is a failed call."""
 
 
 @hookspec
@@ -116,6 +118,7 @@ def codex_turn_finished(agent: Any, turn: TurnResult, messages: Sequence[Message
 
 @hookspec(firstresult=True)
 def codex_fallback(agent: Any, turn: TurnResult, failure: Failure,
-                   context: TurnContext[Any]) -> object | None:
-    """A failover-class failure (usage limit): run this same turn elsewhere and return what the
-    host should return instead (kept as ``turn.fallback``); ``None`` keeps the codex result."""
+                   context: TurnContext[Any]) -> dict[str, Any] | None:
+    """A failover-class failure (usage limit): run this same turn elsewhere and return the
+    host's own result of it, which the host returns instead (kept as ``turn.fallback``);
+    ``None`` keeps the codex result."""

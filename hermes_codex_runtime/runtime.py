@@ -32,8 +32,8 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pluggy
 
@@ -41,7 +41,13 @@ from hermes_codex_runtime.continuity import Binding, instructions_digest, mismat
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
-from hermes_codex_runtime.protocol import Failure, FailureKind, HostToolCall
+from hermes_codex_runtime.protocol import (
+    Decision,
+    Failure,
+    FailureKind,
+    HostToolCall,
+    HostToolOutput,
+)
 from hermes_codex_runtime.session import CodexSession, prepare
 from hermes_codex_runtime.values import (
     ApprovalRequest,
@@ -52,22 +58,13 @@ from hermes_codex_runtime.values import (
 from hermes_codex_runtime.wire import redact
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-def coerce_settings(value: Any) -> SessionSettings:
-    """A :class:`SessionSettings` from a hook's answer (an instance, a mapping, or ``None``).
-    Unknown keys and bad values raise ``ValueError`` naming the key."""
-    if value is None:
-        return SessionSettings()
-    if isinstance(value, SessionSettings):
-        return value
-    if isinstance(value, Mapping):
-        names = {f.name for f in dataclasses.fields(SessionSettings)}
-        unknown = sorted(set(value) - names)
-        if unknown:
-            raise ValueError(f"unknown codex session setting(s): {', '.join(unknown)}")
-        return SessionSettings(**dict(value))
-    raise ValueError(f"codex_session_settings returned a {type(value).__name__}")
+def _wrong_answer(hook: str, answer: object, expected: type[Any]) -> str:
+    """What is said of a host's hook that answered with the wrong type (its author's bug)."""
+    return (f"the host's {hook} hook returned a {type(answer).__name__}; it must return a "
+            f"{expected.__name__} or None")
 
 
 def _log_turn(turn: TurnResult, seconds: float) -> None:
@@ -110,7 +107,7 @@ class _Agent:
         #: Interrupted before its turn had a session: the session is stopped at birth.
         self.interrupted = False
         #: The thread its last turn ran on, as ``codex_stored_thread`` answers.
-        self.last_thread: dict[str, Any] | None = None
+        self.last_thread: Binding | None = None
 
     def drop_session(self) -> CodexSession | None:
         """Let go of the session (the caller closes it)."""
@@ -133,12 +130,18 @@ class CodexRuntime:
 
     # ------------------------------------------------------------------ hooks, safely
 
-    def _ask(self, name: str, **kwargs: Any) -> Any:
+    def _ask(self, name: str, expected: type[T], **kwargs: Any) -> T | None:
+        """The ``firstresult`` hook's answer, or ``None`` when there is none, an implementation
+        raised or answered with another type than ``expected`` (logged, naming the hook)."""
         try:
-            return getattr(self.pm.hook, name)(**kwargs)
+            answer = getattr(self.pm.hook, name)(**kwargs)
         except Exception:
             log.exception("codex-runtime hook %s raised; using no answer", name)
             return None
+        if answer is None or isinstance(answer, expected):
+            return answer
+        log.error("%s; using no answer", _wrong_answer(name, answer, expected))
+        return None
 
     def _tell(self, name: str, **kwargs: Any) -> None:
         try:
@@ -150,10 +153,12 @@ class CodexRuntime:
         """The host's settings, or a failed result. Not `_ask`: running codex on default
         settings because the host's answer failed could reach a provider the user never chose."""
         try:
-            return coerce_settings(self.pm.hook.codex_session_settings(agent=agent,
-                                                                       context=context))
+            answer = self.pm.hook.codex_session_settings(agent=agent, context=context)
+            if answer is not None and not isinstance(answer, SessionSettings):
+                raise TypeError(_wrong_answer("codex_session_settings", answer, SessionSettings))
+            return answer if answer is not None else SessionSettings()
         except Exception as exc:
-            if not isinstance(exc, TypeError | ValueError):
+            if not isinstance(exc, TypeError | ValueError):  # a value refused, a wrong answer
                 log.exception("the host's codex_session_settings hook raised")
             result = TurnResult()
             result.fail(Failure(FailureKind.SETUP, redact(str(exc)), source="settings"),
@@ -271,8 +276,8 @@ class CodexRuntime:
             if live.thread_id:
                 binding = Binding(live.thread_id, live.endpoint)
         if binding is None and changed is None:
-            binding = Binding.of(record.last_thread or
-                                 self._ask("codex_stored_thread", agent=agent, context=context))
+            binding = record.last_thread or self._ask("codex_stored_thread", Binding,
+                                                      agent=agent, context=context)
             why = None if binding is None else mismatch(
                 bound_instructions=binding.instructions, bound_turns=binding.turns,
                 instructions=instructions, turns=turns)
@@ -290,11 +295,11 @@ class CodexRuntime:
         # API server run) must see the agent collected — and its session closed — not kept.
         host = _weak(agent)
 
-        def approve(request: ApprovalRequest) -> Any:
+        def approve(request: ApprovalRequest) -> Decision | None:
             owner = host()
             if owner is None:
                 return None  # nobody left to ask: the broker declines
-            return self._ask("codex_approval", agent=owner, request=request,
+            return self._ask("codex_approval", Decision, agent=owner, request=request,
                              context=self._context(key))
 
         def on_event(event: CodexEvent) -> None:
@@ -303,13 +308,16 @@ class CodexRuntime:
                 self._tell("codex_event", agent=owner, event=event,
                            context=self._context(key))
 
-        def call_tool(call: HostToolCall) -> Any:
+        def call_tool(call: HostToolCall) -> HostToolOutput | None:
             owner = host()
             if owner is None:
                 raise RuntimeError("the host's agent is gone")
             # not `_ask`: the session turns an exception into a failed call the model can read
-            return self.pm.hook.codex_tool_call(agent=owner, call=call,
-                                                context=self._context(key))
+            answer = self.pm.hook.codex_tool_call(agent=owner, call=call,
+                                                  context=self._context(key))
+            if answer is None or isinstance(answer, HostToolOutput):
+                return answer
+            raise TypeError(_wrong_answer("codex_tool_call", answer, HostToolOutput))
 
         session = CodexSession(settings, developer_instructions=instructions,
                                stored_thread_id=binding.thread_id if binding else None,
@@ -370,9 +378,9 @@ class CodexRuntime:
         instructions = self._instructions(agent, context)
 
         def seed() -> str | None:
-            text = self._ask("codex_history_seed", agent=agent, messages=list(history or ()),
-                             context=context)
-            return text if isinstance(text, str) and text.strip() else None
+            text = self._ask("codex_history_seed", str, agent=agent,
+                             messages=list(history or ()), context=context)
+            return text if text is not None and text.strip() else None
 
         session: CodexSession | None = None
         started = time.monotonic()
@@ -390,8 +398,7 @@ class CodexRuntime:
                                 None if turns is None else turns + 1)
 
     def _instructions(self, agent: Any, context: TurnContext[Any]) -> str | None:
-        text = self._ask("codex_developer_instructions", agent=agent, context=context)
-        return text if isinstance(text, str) else None
+        return self._ask("codex_developer_instructions", str, agent=agent, context=context)
 
     def compact(self, agent: Any, *, report: bool = True) -> TurnResult:
         """Native compaction of the agent's thread. ``report=False`` leaves the bookkeeping
@@ -435,7 +442,7 @@ class CodexRuntime:
         if result.compacted:
             self._tell("codex_record_compaction", agent=agent, turn=result, context=context)
         if result.failure is not None and result.failure.failover:
-            result.fallback = self._ask("codex_fallback", agent=agent, turn=result,
+            result.fallback = self._ask("codex_fallback", dict, agent=agent, turn=result,
                                         failure=result.failure, context=context)
         self._tell("codex_turn_finished", agent=agent, turn=result, messages=result.messages,
                    context=context)
@@ -446,7 +453,7 @@ class CodexRuntime:
             binding = Binding(result.thread_id, result.endpoint,
                               instructions_digest(record.instructions
                                                   if record.session is not None else None), seen)
-            record.last_thread = binding.as_stored()
+            record.last_thread = binding
             self._tell("codex_thread_bound", agent=agent, thread_id=binding.thread_id,
                        endpoint=binding.endpoint, instructions=binding.instructions,
                        turns=seen, context=context)

@@ -190,8 +190,8 @@ class TurnResult:
     thread_origin: str | None = None  # "started" | "resumed" | "seeded" (fresh + history seed)
     model: str | None = None  # the model codex reported for the thread (not the host's name)
     reasoning: str = ""  # the turn's last reasoning summary
-    #: what the host's fallback produced for this turn, if it ran (the ``codex_fallback`` hook)
-    fallback: object = None
+    #: the host's own result of this turn, run on its fallback (the ``codex_fallback`` hook)
+    fallback: dict[str, Any] | None = None
     endpoint: str | None = None  # the remote app-server the thread lives on (None: local)
 
     @property

@@ -11,6 +11,7 @@ from typing import Any
 
 import psutil
 
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest, SessionSettings
@@ -70,7 +71,7 @@ class RecordingHost:
     def __init__(self, settings: SessionSettings, *,
                  instructions: str | None = "You are the test host.",
                  decide: Callable[[ApprovalRequest], Any] | None = None,
-                 stored: str | None = None,
+                 stored: Binding | None = None,
                  fallback: Callable[[Any, Any], Any] | None = None,
                  tools: Callable[[Any], Any] | None = None,
                  per_agent: bool = False) -> None:
@@ -78,7 +79,7 @@ class RecordingHost:
         #: Bind threads per agent (as a real host binds per conversation) instead of the one
         #: ``stored`` slot every new agent resumes.
         self.per_agent = per_agent
-        self.by_agent: dict[int, Any] = {}
+        self.by_agent: dict[int, Binding] = {}
         self.tools = tools
         self.tool_calls: list[Any] = []
         self.instructions = instructions
@@ -124,8 +125,7 @@ class RecordingHost:
     def codex_thread_bound(self, agent, thread_id, endpoint, instructions, turns):
         self.bound.append(thread_id)
         self.endpoints.append(endpoint)
-        stored = {"thread_id": thread_id, "endpoint": endpoint, "instructions": instructions,
-                  "turns": turns}
+        stored = Binding(thread_id, endpoint, instructions, turns)
         if self.per_agent:
             self.by_agent[id(agent)] = stored
         else:

@@ -27,24 +27,27 @@ POLICY = textwrap.dedent('''
 ''')
 ORDINARY = textwrap.dedent('''
     from hermes_codex_runtime.hookspecs import hookimpl
+    from hermes_codex_runtime.protocol import Decision
 
     @hookimpl
     def codex_approval(agent, request):
-        return "decline"  # the host answers first: this never decides
+        return Decision.DECLINE  # the host answers first: this never decides
 ''')
 BROKEN = textwrap.dedent('''
     from hermes_codex_runtime.hookspecs import hookimpl
+    from hermes_codex_runtime.protocol import Decision
 
     @hookimpl
     def codex_approval(agent, request, something_the_spec_lacks):
-        return "accept"
+        return Decision.ACCEPT
 ''')
 MISSPELT = textwrap.dedent('''
     from hermes_codex_runtime.hookspecs import hookimpl
+    from hermes_codex_runtime.protocol import Decision
 
     @hookimpl(tryfirst=True)
     def codex_aproval(agent, request):  # the policy its author meant: never called
-        return "decline"
+        return Decision.DECLINE
 
     @hookimpl
     def codex_event(agent, event):

@@ -93,7 +93,7 @@ def test_a_resume_in_a_new_process_goes_to_the_server_that_holds_the_thread(
     assert turn.ok and turn.endpoint == west.url
     stored = host.by_agent[id(mine)]
     shut_down(runtime)
-    assert (stored["thread_id"], stored["endpoint"]) == (turn.thread_id, west.url)
+    assert (stored.thread_id, stored.endpoint) == (turn.thread_id, west.url)
 
     later, later_host = make_runtime(settings, stored=stored)
     resumed = later.run_turn(Agent("mine again"), "hello again")

@@ -14,6 +14,7 @@ import psutil
 import pytest
 from hermes_env import base_config, chat_finished, hermes_env, write_hermes_home
 
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.offline.codex_home import prepare_codex_home
 
@@ -122,7 +123,7 @@ def test_commands_of_a_resumed_thread_inherit_no_credential(make_runtime, mock_p
     assert first.ok
     shut_down(runtime)
 
-    again, _ = make_runtime(settings, stored=first.thread_id)
+    again, _ = make_runtime(settings, stored=Binding(first.thread_id))
     mock_provider.enqueue(mp.exec_command("env"), mp.text("listed"))
     second = again.run_turn(Agent(), "list the environment")
     assert second.ok and second.thread_origin == "resumed"

@@ -10,6 +10,8 @@ import time
 import pytest
 from support import Agent, RecordingHost, shut_down
 
+from hermes_codex_runtime.continuity import Binding
+from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.runtime import CodexRuntime
@@ -168,7 +170,7 @@ def test_a_decision_still_pending_when_the_turn_ends_is_dropped(fake_runtime, fa
     def slow_person(request):
         asked.set()
         release.wait(10)  # the person is still thinking when the turn ends
-        return "accept"
+        return Decision.ACCEPT
 
     runtime, host = fake_runtime({"turns": [[{"command": "rm -rf build", "approval": True}]]},
                                  decide=slow_person)
@@ -188,8 +190,10 @@ def test_a_decision_still_pending_when_the_turn_ends_is_dropped(fake_runtime, fa
     fake_codex.assert_wire_clean()  # includes "no reply to an abandoned request"
 
 
-def test_a_raising_or_malformed_decision_declines(fake_runtime, fake_codex):
-    answers = iter([RuntimeError("prompt crashed"), {"weird": True}])
+def test_a_raising_or_malformed_decision_declines(fake_runtime, fake_codex, caplog):
+    """Fail closed: a host that raises, or answers anything but a ``Decision`` — even the
+    string "accept" — declines, and the wrong answer is logged naming the hook."""
+    answers = iter([RuntimeError("prompt crashed"), {"weird": True}, "accept"])
 
     def decide(request):
         answer = next(answers)
@@ -199,12 +203,18 @@ def test_a_raising_or_malformed_decision_declines(fake_runtime, fake_codex):
 
     runtime, _host = fake_runtime({"turns": [[
         {"command": "one", "approval": True}, {"command": "two", "approval": True},
-        {"message": "done"}]]}, decide=decide)
+        {"command": "three", "approval": True}, {"message": "done"}]]}, decide=decide)
     turn = runtime.run_turn(Agent(), "go")
     assert turn.ok
     decisions = [r["result"]["decision"]
                  for r in fake_codex.replies("item/commandExecution/requestApproval")]
-    assert decisions == ["decline", "decline"]
+    assert decisions == ["decline", "decline", "decline"]
+    wrong = [r.getMessage() for r in caplog.records if "must return" in r.getMessage()]
+    assert wrong == [
+        "the host's codex_approval hook returned a dict; it must return a Decision or None; "
+        "using no answer",
+        "the host's codex_approval hook returned a str; it must return a Decision or None; "
+        "using no answer"]
     fake_codex.assert_wire_clean()
 
 
@@ -254,19 +264,44 @@ def test_a_missing_binary_is_a_setup_failure_with_the_fix(tmp_path):
 
 
 def test_bad_settings_from_the_host_are_a_clear_error(tmp_path):
+    """A setting the values refuse, or an answer that is not a ``SessionSettings`` (a host
+    author's bug), fails the turn with a setup error that says what is wrong — codex never
+    runs on settings the host did not give."""
+    answers = iter([lambda: SessionSettings(turn_timeout=-5), lambda: {"turn_timeout": 60}])
+
+    class Settings:
+        @hookimpl(tryfirst=True)
+        def codex_session_settings(self, agent):
+            return next(answers)()
+
     host = RecordingHost(SessionSettings())
-    host.settings = {"turn_timeout": -5}
-    runtime = CodexRuntime(make_plugin_manager([host]))
+    runtime = CodexRuntime(make_plugin_manager([host, Settings()]))
     turn = runtime.run_turn(Agent(), "go")
-    assert turn.failure is not None and "turn_timeout must be a positive number" in turn.error
-    host.settings = {"codex_binn": "/x"}
+    assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
+    assert "turn_timeout must be a positive number" in turn.error
     turn = runtime.run_turn(Agent(), "go")
-    assert "unknown codex session setting(s): codex_binn" in turn.error
+    assert turn.failure is not None and turn.failure.kind is FailureKind.SETUP
+    assert ("the host's codex_session_settings hook returned a dict; it must return a "
+            "SessionSettings or None") in turn.error
+    assert host.seed_requests == 0 and host.bound == []
+
+
+def test_a_stored_thread_that_is_not_a_binding_is_named_and_not_resumed(fake_runtime,
+                                                                         fake_codex, caplog):
+    """A host author's bug (the bare thread id, not a ``Binding``) is no stored thread: a fresh
+    thread starts, and the log names the hook and the type it must return."""
+    runtime, _host = fake_runtime({"turns": [[{"message": "ok"}]]}, stored="a-thread-id")
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.ok and turn.thread_origin == "started"
+    assert fake_codex.requests("thread/resume") == []
+    assert "the host's codex_stored_thread hook returned a str; it must return a Binding or " \
+        "None" in caplog.text
+    fake_codex.assert_wire_clean()
 
 
 def test_a_resume_answered_with_another_thread_starts_fresh_and_seeded(fake_runtime, fake_codex):
     runtime, _host = fake_runtime({"resume": "other_id", "turns": [[{"message": "hello"}]]},
-                                 stored="stored-thread-id")
+                                 stored=Binding("stored-thread-id"))
     history = [{"role": "user", "content": "earlier question"},
                {"role": "assistant", "content": "earlier answer"},
                {"role": "user", "content": "now"}]
@@ -311,7 +346,7 @@ def test_codex_killed_while_an_approval_is_pending(fake_runtime, fake_codex):
     def slow_person(request):
         asked.set()
         request.cancelled.wait(10)
-        return "accept"
+        return Decision.ACCEPT
 
     runtime, host = fake_runtime({"turns": [[{"command": "deploy", "approval": True}]]},
                                  decide=slow_person)
@@ -442,8 +477,8 @@ def test_a_stale_prompt_never_holds_up_the_next_turns_first_approval(fake_runtim
         if request.command == "echo first":
             request.cancelled.add_callback(lambda: withdrawn.append(request.command))
             release.wait(15)  # a prompt nobody answers (and that ignores the withdrawal)
-            return "accept"
-        return "accept"
+            return Decision.ACCEPT
+        return Decision.ACCEPT
 
     runtime, host = fake_runtime({"turns": [
         [{"command": "echo first", "approval": True, "output": "first"}],

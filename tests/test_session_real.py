@@ -10,6 +10,7 @@ import time
 import pytest
 from support import SHARED, Agent, shut_down, wait_for
 
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.protocol import Decision, FailureKind
 from hermes_codex_runtime.session import SessionSettings
@@ -193,7 +194,7 @@ def test_history_seed_rides_on_a_fresh_thread_and_never_on_resume(make_runtime, 
     # A second process resumes the same thread: codex holds the history; no seed rides along.
     shut_down(runtime)
     other_runtime, other_host = make_runtime(instructions="HOST-PROMPT-9",
-                                             stored=turn.thread_id)
+                                             stored=Binding(turn.thread_id))
     mock_provider.clear()
     resumed = other_runtime.run_turn(Agent(), "and again?", history)
     assert resumed.ok and resumed.thread_origin == "resumed"
@@ -231,13 +232,13 @@ def test_a_stored_thread_of_other_instructions_is_not_resumed(make_runtime, mock
     developer = " ".join(t for r, t in mock_provider.request_texts(0) if r == "developer")
     assert developer.count("SYSTEM-B") == 1 and "SYSTEM-A" not in developer
     assert "MANGO-3" in developer  # the conversation carried over in the seed
-    assert changed_host.stored["thread_id"] == turn.thread_id
+    assert changed_host.stored.thread_id == turn.thread_id
 
 
 def test_an_unresumable_thread_starts_fresh_and_seeded(make_runtime, mock_provider):
     history = [{"role": "user", "content": "remember PINEAPPLE-7"},
                {"role": "assistant", "content": "ok"}]
-    runtime, host = make_runtime(stored="00000000-0000-0000-0000-000000000000")
+    runtime, host = make_runtime(stored=Binding("00000000-0000-0000-0000-000000000000"))
     turn = runtime.run_turn(Agent(), "what did I ask?", [*history,
                                                         {"role": "user",
                                                          "content": "what did I ask?"}])
@@ -300,7 +301,7 @@ def test_a_new_agent_for_the_same_conversation_resumes_the_thread_an_idle_old_on
     mock_provider.enqueue(mp.text("first"))
     old = Agent("old")
     first = runtime.run_turn(old, "hello")
-    assert first.ok and host.stored["thread_id"] == first.thread_id
+    assert first.ok and host.stored.thread_id == first.thread_id
     # the host drops `old` without closing it and builds a new agent for the same conversation
     mock_provider.enqueue(mp.text("second"))
     second = runtime.run_turn(Agent("new"), "again")
@@ -329,7 +330,8 @@ def test_two_concurrent_first_turns_of_one_agent_share_one_codex_process(make_ru
 def test_host_tools_are_offered_to_codex_and_run_by_the_host(make_runtime, mock_provider,
                                                              caplog):
     """Declared host tools become codex dynamic tools; each call runs on the turn's own thread
-    and its text and success reach codex's model. An undeclared tool and a host that raises are
+    and its text and success reach codex's model. An undeclared tool, a host that raises and a
+    host that answers with something other than a ``HostToolOutput`` (named in the result) are
     failed calls, not a hung or broken turn."""
     from hermes_codex_runtime.protocol import HostTool, HostToolOutput
 
@@ -340,28 +342,33 @@ def test_host_tools_are_offered_to_codex_and_run_by_the_host(make_runtime, mock_
         codex_home=make_runtime.settings_defaults["codex_home"], cwd=str(make_runtime.workdir),
         turn_timeout=60.0,
         host_tools=(HostTool("remember", "Save a note.", schema),
-                    HostTool("explode", "Always fails.", schema)))
+                    HostTool("explode", "Always fails.", schema),
+                    HostTool("scribble", "Answers with the wrong type.", schema)))
     threads: list[str] = []
 
     def run(call):
         threads.append(threading.current_thread().name)
         if call.tool == "explode":
             raise RuntimeError("kaboom sk-live-123456789012345678901234")
+        if call.tool == "scribble":
+            return "scribbled"  # a host author's bug: the text, not a HostToolOutput
         return HostToolOutput(f"saved {call.arguments['note']}", success=True)
 
     mock_provider.enqueue(
         mp.tool_call("remember", {"note": "tea"}, call_id="c1"),
         mp.tool_call("explode", {"note": "x"}, call_id="c2"),
         mp.tool_call("rm_rf", {"note": "y"}, call_id="c3"),  # never declared
+        mp.tool_call("scribble", {"note": "z"}, call_id="c4"),
         mp.text("all done"))
     runtime, host = make_runtime(settings, tools=run)
     caller = threading.current_thread().name
     turn = runtime.run_turn(Agent(), "use your tools")
     assert turn.ok and turn.final_text == "all done", turn.error
     offered = {t.get("name") for t in mock_provider.requests[0]["tools"]}
-    assert {"remember", "explode"} <= offered and "rm_rf" not in offered
-    assert [c.tool for c in host.tool_calls] == ["remember", "explode"]  # rm_rf never asked
-    assert threads == [caller, caller]
+    assert {"remember", "explode", "scribble"} <= offered and "rm_rf" not in offered
+    # rm_rf never asked
+    assert [c.tool for c in host.tool_calls] == ["remember", "explode", "scribble"]
+    assert threads == [caller, caller, caller]
     outputs = {}
     for item in mock_provider.requests[-1]["input"]:
         if item.get("type") == "function_call_output":
@@ -370,6 +377,8 @@ def test_host_tools_are_offered_to_codex_and_run_by_the_host(make_runtime, mock_
     assert "kaboom" in outputs["c2"] and "sk-live-1234" not in outputs["c2"]
     assert "kaboom" in caplog.text and "sk-live-1234" not in caplog.text
     assert "rm_rf" in outputs["c3"]  # codex refused it itself
+    assert outputs["c4"] == ("The tool 'scribble' failed: TypeError: the host's codex_tool_call "
+                             "hook returned a str; it must return a HostToolOutput or None")
     # the transcript shows each call and its result, as for any tool
     tool_messages = [m for m in turn.messages if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "saved tea"

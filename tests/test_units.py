@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_codex_runtime.continuity import Binding, instructions_digest, mismatch, user_turns
+from hermes_codex_runtime.continuity import instructions_digest, mismatch, user_turns
 from hermes_codex_runtime.history_seed import HEADER, OMITTED, render_history_seed
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.plugins import make_plugin_manager
@@ -72,12 +72,7 @@ def test_a_thread_goes_on_unless_the_conversation_lost_turns_or_changed_instruct
                                        instructions="be thorough", turns=None)
 
 
-def test_a_stored_binding_is_read_from_what_hosts_store():
-    assert Binding.of("thread-1") == Binding("thread-1")
-    stored = {"thread_id": "t", "endpoint": "ws://127.0.0.1:1", "instructions": "d", "turns": 4}
-    assert Binding.of(stored).as_stored() == stored
-    assert Binding.of({"thread_id": "t", "turns": True}).turns is None  # not a count
-    assert Binding.of({"thread_id": ""}) is None and Binding.of(None) is None
+def test_user_turns_counts_only_user_messages():
     assert user_turns([{"role": "user"}, {"role": "assistant"}, "junk", {"role": "user"}]) == 2
 
 

@@ -11,6 +11,7 @@ import time
 
 from support import Agent, alive, wait_for
 
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.offline import provider as mp
 from hermes_codex_runtime.pool import SHARED, Placement, PoolLimits
 from hermes_codex_runtime.protocol import UNUSED_NOTIFICATIONS
@@ -95,7 +96,7 @@ def test_a_finished_sessions_thread_leaves_codex_so_another_process_can_resume_i
     runtime.close(done)
     assert wait_for(lambda: loaded_threads(conn) == [two.thread_id], timeout=10)
     other, _other_host = make_runtime(settings_for(make_runtime, PoolLimits()),
-                                      stored=one.thread_id)
+                                      stored=Binding(one.thread_id))
     taken = other.run_turn(Agent("another process"), "hello from elsewhere")
     assert taken.ok and taken.thread_origin == "resumed" and taken.thread_id == one.thread_id
     assert len(make_runtime.connections) == 2 and alive(conn.pid)

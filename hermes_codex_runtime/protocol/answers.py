@@ -82,28 +82,6 @@ class Decision(StrEnum):
     DECLINE = "decline"
     CANCEL = "cancel"  # decline and end the turn
 
-    @classmethod
-    def coerce(cls, value: Any) -> Decision:
-        """A decision from loose host input; anything unrecognised is a DECLINE (fail closed)."""
-        if isinstance(value, Decision):
-            return value
-        if isinstance(value, str):
-            lowered = value.strip().lower()
-            aliases = {
-                "accept": cls.ACCEPT,
-                "approve": cls.ACCEPT,
-                "approved": cls.ACCEPT,
-                "once": cls.ACCEPT,
-                "yes": cls.ACCEPT,
-                "acceptforsession": cls.ACCEPT_FOR_SESSION,
-                "session": cls.ACCEPT_FOR_SESSION,
-                "always": cls.ACCEPT_FOR_SESSION,
-                "cancel": cls.CANCEL,
-                "abort": cls.CANCEL,
-            }
-            return aliases.get(lowered, cls.DECLINE)
-        return cls.DECLINE
-
     @property
     def accepts(self) -> bool:
         """True for the two accepting decisions."""

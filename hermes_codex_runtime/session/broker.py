@@ -72,9 +72,9 @@ class _Pending:
 class RequestBroker:
     """The server requests of one session."""
 
-    def __init__(self, *, approve: Callable[[ApprovalRequest], Any] | None,
+    def __init__(self, *, approve: Callable[[ApprovalRequest], Decision | None] | None,
                  emit: Callable[[CodexEvent], None],
-                 call_tool: Callable[[HostToolCall], Any] | None,
+                 call_tool: Callable[[HostToolCall], HostToolOutput | None] | None,
                  host_tools: Callable[[], Sequence[HostTool]],
                  connection: Callable[[], Answering | None]) -> None:
         self._approve = approve
@@ -215,13 +215,8 @@ class RequestBroker:
         if call.tool in declared and self._call_tool is not None:
             try:
                 answer = self._call_tool(call)
-                if isinstance(answer, HostToolOutput):
-                    output = answer
-                elif isinstance(answer, str):
-                    output = HostToolOutput(answer)
-                else:
-                    output = HostToolOutput(f"The tool {call.tool!r} returned nothing.",
-                                            success=False)
+                output = answer if isinstance(answer, HostToolOutput) else HostToolOutput(
+                    f"The tool {call.tool!r} returned nothing.", success=False)
             except Exception as exc:
                 reason = redact(f"{type(exc).__name__}: {exc}")
                 log.warning("the host's tool %s raised: %s", call.tool, reason)
@@ -246,7 +241,8 @@ class RequestBroker:
         decision = Decision.DECLINE
         if self._approve is not None and not pending.request.cancelled.is_set():
             try:
-                decision = Decision.coerce(self._approve(pending.request))
+                decided = self._approve(pending.request)
+                decision = decided if isinstance(decided, Decision) else Decision.DECLINE
             except Exception:
                 log.exception("the host's approval decision raised; declining")
                 decision = Decision.DECLINE

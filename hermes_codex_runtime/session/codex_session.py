@@ -30,9 +30,11 @@ from typing import Any, cast
 from hermes_codex_runtime.events import CodexEvent, ConfigWarning, Notice
 from hermes_codex_runtime.pool import Channel, ServerPool
 from hermes_codex_runtime.protocol import (
+    Decision,
     Failure,
     FailureKind,
     HostToolCall,
+    HostToolOutput,
     InputError,
     compact_start_params,
     plain_text,
@@ -69,10 +71,12 @@ from hermes_codex_runtime.wire import (
 
 log = logging.getLogger(__name__)
 
-Approver = Callable[[ApprovalRequest], Any]
+#: Decides an approval; ``None`` (or anything but a ``Decision``) declines.
+Approver = Callable[[ApprovalRequest], Decision | None]
 EventSink = Callable[[CodexEvent], None]
 SeedProvider = Callable[[], str | None]
-ToolRunner = Callable[[HostToolCall], Any]
+#: Runs a host tool; ``None`` (or anything but a ``HostToolOutput``) is a failed call.
+ToolRunner = Callable[[HostToolCall], HostToolOutput | None]
 ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
 
 

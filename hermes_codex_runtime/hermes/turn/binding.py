@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from hermes_codex_runtime.bindings import ThreadBindings
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.hermes.config.paths import bindings_path
 from hermes_codex_runtime.hermes.symbols.probe import swallowed
 
@@ -37,10 +38,11 @@ def bindings() -> ThreadBindings:
     return ThreadBindings(bindings_path())
 
 
-def stored_thread(agent: Any) -> dict[str, Any] | None:
-    """The thread bound to the agent's session by an earlier process:
-    ``{"thread_id", "endpoint", "instructions", "turns"}`` (``None`` for what a binding lacks —
-    one from an older version has no instructions digest or turn count)."""
+def stored_thread(agent: Any) -> Binding | None:
+    """The thread bound to the agent's session by an earlier process, read from what Hermes'
+    session database (or the plugin's file) stored (``None`` for what a binding lacks — one from
+    an older version has no instructions digest or turn count — and for a value of another
+    type)."""
     session_id = getattr(agent, "session_id", None)
     if not session_id or getattr(agent, "_persist_disabled", False):
         return None  # e.g. the review fork, which shares its parent's session id
@@ -49,11 +51,12 @@ def stored_thread(agent: Any) -> dict[str, Any] | None:
               "instructions": config.get(INSTRUCTIONS_KEY), "turns": config.get(TURNS_KEY)}
     if not _text(stored["thread_id"]):
         stored = bindings().entry(str(session_id))
-    if not _text(stored.get("thread_id")):
+    thread_id = _text(stored.get("thread_id"))
+    if thread_id is None:
         return None
     turns = stored.get("turns")
-    return {**{key: _text(stored.get(key)) for key in ("thread_id", "endpoint", "instructions")},
-            "turns": turns if isinstance(turns, int) and not isinstance(turns, bool) else None}
+    return Binding(thread_id, _text(stored.get("endpoint")), _text(stored.get("instructions")),
+                   turns if isinstance(turns, int) and not isinstance(turns, bool) else None)
 
 
 def _text(value: Any) -> str | None:

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.hermes import tools
 from hermes_codex_runtime.hermes.approvals import decide
@@ -79,7 +80,7 @@ class HermesHost:
     # ------------------------------------------------------------------ thread binding
 
     @hookimpl
-    def codex_stored_thread(self, agent: Any) -> dict[str, Any] | None:
+    def codex_stored_thread(self, agent: Any) -> Binding | None:
         """The codex thread bound to this Hermes session by an earlier process (with the remote
         app-server holding it, if any, and its instructions' digest)."""
         return binding.stored_thread(agent)

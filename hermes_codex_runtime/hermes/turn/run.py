@@ -169,7 +169,7 @@ def _run_turn(agent: Any, state: TurnState) -> dict[str, Any]:
             runtime.close(agent)  # the run is over: its session with it, the process kept warm
         agent._codex_session = controls.CodexSessionHandle(agent) \
             if runtime.session_for(agent) is not None and not turn.should_retire else None
-        if isinstance(turn.fallback, dict):
+        if turn.fallback is not None:
             return turn.fallback
         if turn.failure is not None and turn.failure.failover and not has_fallback(agent):
             log.warning("codex-runtime: codex hit a usage limit and no fallback provider is "
