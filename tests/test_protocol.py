@@ -226,7 +226,7 @@ def test_no_failure_hint_gives_another_host_hermes_advice():
 
 def _pinned_codex() -> str:
     """The codex the package pins (the bundled one, whatever ``CODEX_BIN`` says)."""
-    from hermes_codex_runtime.protocol._generate import pinned_codex
+    from hermes_codex_runtime.testing.protocol_types import pinned_codex
 
     try:
         return pinned_codex()
@@ -235,19 +235,19 @@ def _pinned_codex() -> str:
 
 
 def test_schema_types_are_what_the_pinned_codex_schema_generates(codex_binary):
-    from hermes_codex_runtime.protocol import _generate
+    from hermes_codex_runtime.testing import protocol_types as _generate
 
     committed = _generate.MODULE.read_text()
     delta = _generate.diff(committed, _generate.module_text(_pinned_codex(), committed))
     assert not delta, ("schema_types.py's generated block differs from what the pinned codex's "
-                       "schema gives; run `python -m hermes_codex_runtime.protocol._generate`, "
+                       "schema gives; run `python -m hermes_codex_runtime.testing.protocol_types`, "
                        "never edit the block by hand:\n" + delta)
 
 
 def test_the_codex_in_use_keeps_every_schema_type_the_runtime_uses(codex_binary, tmp_path):
     """On another codex (CODEX_BIN), the types generated from the pinned one still hold: nothing
     the runtime sends, answers or reads is gone, retyped or newly required there."""
-    from hermes_codex_runtime.protocol import _generate
+    from hermes_codex_runtime.testing import protocol_types as _generate
 
     _generate.generate_schema(_pinned_codex(), tmp_path / "pinned")
     version = _generate.generate_schema(codex_binary.path, tmp_path / "used")
