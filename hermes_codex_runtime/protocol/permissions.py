@@ -9,6 +9,12 @@ silently drops the profile (and the experimental ``permissions`` field is refuse
 with walls is started with the profile and *without* ``sandbox``; a thread without walls keeps
 ``sandbox`` as before.
 
+A profile with an unreadable entry makes codex 0.171 read the workspace through its sandboxed
+file-system helper — a whole bubblewrap sandbox per read — at every ``turn/start``: it looks for
+``.agents/skills`` in the workspace and in each directory above it up to the project root
+(docs/codex-facts.md). A walled thread is therefore started with ``project_root_markers = []``:
+the workspace is its own project root, one look per turn instead of one per directory above.
+
 Owns :class:`Walls` (what to wall off, as plain paths the host names), :func:`profile_config`
 (the ``config`` entries for one sandbox mode) and :func:`thread_permissions` (the decision: which
 fields a thread gets, or why it gets none). Pure: no I/O — which paths exist, what the user's
@@ -53,7 +59,8 @@ class Walls:
 
 def profile_config(mode: str, walls: Walls) -> dict[str, Any]:
     """The ``config`` entries that select the runtime's profile for a ``read-only`` or
-    ``workspace-write`` thread: codex's built-in profile for that mode, plus the walls."""
+    ``workspace-write`` thread: codex's built-in profile for that mode, plus the walls; and the
+    workspace as the project root (see the module docstring)."""
     if mode not in BUILT_IN:
         raise ValueError(f"a permission profile extends read-only or workspace-write, got "
                          f"{mode!r}")
@@ -65,7 +72,8 @@ def profile_config(mode: str, walls: Walls) -> dict[str, Any]:
     profile: dict[str, Any] = {"extends": BUILT_IN[mode], "filesystem": filesystem}
     if walls.network and mode == "workspace-write":
         profile["network"] = {"enabled": True}
-    return {"default_permissions": PROFILE, "permissions": {PROFILE: profile}}
+    return {"default_permissions": PROFILE, "permissions": {PROFILE: profile},
+            "project_root_markers": []}  # see the module docstring
 
 
 @dataclass(frozen=True, slots=True)
