@@ -1,4 +1,5 @@
-"""The generator of :mod:`hermes_codex_runtime.protocol.schema_types`: codex's own app-server schema → ``TypedDict`` s.
+"""The generator of :mod:`hermes_codex_runtime.protocol.schema_types`: codex's own app-server
+schema → ``TypedDict`` s.
 
 A development tool, never imported by the package at run time. ``python -m
 hermes_codex_runtime.testing.protocol_types`` runs the pinned codex's ``app-server
