@@ -122,6 +122,7 @@ class CodexSession:
         self.thread_id: str | None = None
         self.thread_origin: str | None = None
         self.model: str | None = None  # what codex said it runs the thread on
+        self.effort: str | None = None  # the reasoning effort it said it runs it with
         self._rollout: str | None = None  # the thread's rollout file, on a local app-server
         self._interrupt = threading.Event()
         self._lock = threading.RLock()
@@ -238,6 +239,7 @@ class CodexSession:
             opened = thread.start(conn, self.settings, self.cwd, instructions, seed, walls)
         self.thread_id, self.thread_origin = opened.thread_id, opened.origin
         self.model = opened.model or self.model
+        self.effort = opened.effort or self.effort
         self._rollout = opened.path if self.endpoint is None else None
         return opened.thread_id
 
@@ -424,9 +426,12 @@ class CodexSession:
     def _start_turn(self, result: TurnResult, conn: Channel, thread_id: str,
                     items: list[UserInput]) -> TurnDriver | None:
         at = rollout.mark(self._rollout)  # what codex records of this turn is read from here
+        model, effort = self.settings.model, self.settings.effort
         try:
+            # an override only where it changes the thread: codex sets its turn up anew for one
             reply = cast(TurnStartResponse, thread.request(conn, "turn/start", turn_start_params(
-                thread_id, items, model=self.settings.model, effort=self.settings.effort),
+                thread_id, items, model=model if model != self.model else None,
+                effort=effort if effort != self.effort else None),
                 self.settings.request_timeout))
         except WireError as exc:
             failure, retire = failure_from(exc, Stage.TURN, self._stderr_tail())
@@ -437,8 +442,10 @@ class CodexSession:
             result.fail(Failure(FailureKind.OTHER, "codex returned no turn id"), retire=True)
             return None
         result.turn_id = turn_id
-        if self.settings.model:
-            self.model = result.model = self.settings.model  # a turn override sticks
+        if model:
+            self.model = result.model = model  # a turn override sticks
+        if effort:
+            self.effort = effort
         return self._driver(result, conn, thread_id, turn_id, at)
 
     def _start_compaction(self, result: TurnResult, conn: Channel,

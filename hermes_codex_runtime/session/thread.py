@@ -81,6 +81,7 @@ class Opened:
     origin: str  # "resumed" | "forked" | "started" | "seeded" (fresh, with the history seed)
     model: str | None  # what codex said it runs the thread on
     path: str | None = None  # the thread's rollout file, where its app-server runs
+    effort: str | None = None  # the reasoning effort codex said it runs the thread with
 
 
 def request(conn: Channel, method: str, params: Mapping[str, Any],
@@ -124,6 +125,11 @@ def _model(response: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def _effort(response: Mapping[str, Any]) -> str | None:
+    effort = response.get("reasoningEffort")
+    return effort if isinstance(effort, str) and effort else None
+
+
 def _path(response: Mapping[str, Any]) -> str | None:
     thread = response.get("thread")
     path = thread.get("path") if isinstance(thread, Mapping) else None
@@ -161,7 +167,7 @@ def resume(conn: Channel, settings: SessionSettings, cwd: str, stored: str,
             conn.unload()
             return None
         log.info("codex thread %s resumed", stored)
-        return Opened(stored, "resumed", _model(result), path)
+        return Opened(stored, "resumed", _model(result), path, _effort(result))
     log.warning("codex answered thread/resume for %s with thread %r; starting fresh", stored,
                 answered)
     return None
@@ -207,7 +213,7 @@ def fork(conn: Channel, settings: SessionSettings, cwd: str, source: tuple[str, 
                     thread_id, forked)
         return None
     log.info("codex thread %s forked from %s through turn %s", forked, thread_id, last_turn)
-    return Opened(forked, "forked", _model(result))
+    return Opened(forked, "forked", _model(result), effort=_effort(result))
 
 
 def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str | None,
@@ -231,7 +237,7 @@ def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str 
         raise ServerError("thread/start", -32603, "codex returned no thread id")
     origin = "seeded" if seed_text else "started"
     log.info("codex thread %s started (%s)", thread_id, origin)
-    return Opened(thread_id, origin, _model(result), _path(result))
+    return Opened(thread_id, origin, _model(result), _path(result), _effort(result))
 
 
 def check_config(conn: Channel, settings: SessionSettings) -> list[str]:
