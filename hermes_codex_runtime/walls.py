@@ -204,7 +204,8 @@ def thread_walls(settings: SessionSettings, *, endpoint: str | None = None) -> T
     process); see the module docstring. Another machine's file system is its operator's: no
     walls are sent there. When the host names walls, codex's own are added
     (:func:`.wire.walls.codex_own`), and the whole set is shaped for the thread's writable
-    places (:func:`.wire.walls.shape`), looked at afresh for every thread."""
+    places (:func:`.wire.walls.shape`), looked at afresh for every thread — and for a live one
+    once what they were shaped from changed (``watched``, :func:`.wire.walls.outgrown`)."""
     if not (settings.deny_read or settings.protect) or not on_this_machine(endpoint):
         return thread_permissions(sandbox=settings.sandbox, walls=Walls(), user_mode=None,
                                   user_profile=None, held=None)
@@ -233,7 +234,7 @@ def thread_walls(settings: SessionSettings, *, endpoint: str | None = None) -> T
     for exposure, note in zip(shaped.exposed, notes, strict=True):
         _log_once(exposure.link, note)
     return dataclasses.replace(result, exposed=shaped.exposed, creatable=shaped.creatable,
-                               note="\n".join(notes))
+                               watched=shaped.watched, note="\n".join(notes))
 
 
 def _log_once(key: str, message: str) -> None:

@@ -24,7 +24,7 @@ from hermes_codex_runtime.protocol.permissions import (
 )
 from hermes_codex_runtime.wire.redact import redact
 from hermes_codex_runtime.wire.verdicts import Verdict, VerdictCache
-from hermes_codex_runtime.wire.walls import shape
+from hermes_codex_runtime.wire.walls import outgrown, shape
 
 WALLS = Walls(deny_read=("/h/.env",), protect=("/h",))
 
@@ -124,6 +124,22 @@ def test_a_profile_is_shaped_to_what_codex_can_enforce(tmp_path):
                       cwd=str(home), writable=())
     assert read_only.walls.protect == () and read_only.exposed == ()
     assert read_only.walls.deny_read == (str(home / "keys" / "a.pem"),)
+    # what appears or vanishes later: the session renews the walls before the next turn
+    assert outgrown(shaped.watched) is None
+    (home / "notes" / "c.pem").write_text("not walled: another directory")
+    (outside / "later.txt").write_text("not a walled name")
+    assert outgrown(shaped.watched) is None
+    (outside / "later.db-wal").write_text("w")
+    assert outgrown(shaped.watched) == f"{outside / 'later.db-wal'} appeared"
+    (outside / "later.db-wal").unlink()
+    (home / "keys" / "b.pem").unlink()
+    assert outgrown(shaped.watched) == f"{home / 'keys' / 'b.pem'} vanished"
+    (home / "keys" / "b.pem").write_text("k")
+    (home / ".bash_profile").write_text("# made by a command: read-only from the next turn")
+    assert outgrown(shaped.watched) == f"{home / '.bash_profile'} appeared"
+    (home / ".bash_profile").unlink()
+    (outside / "ro.txt").unlink()  # already read-only (outside every writable place): no wall
+    assert outgrown(shaped.watched) is None
 
 
 def test_a_verdict_is_kept_by_the_binarys_content_so_a_copy_elsewhere_is_not_probed_again(

@@ -156,3 +156,47 @@ def test_the_probe_proves_the_walls_hold_and_a_sandbox_that_ignores_them_gets_th
     assert len([r for r in caplog.records if "could not be relied on" in r.getMessage()]) == 1
     assert (workspace / "guarded" / "kept").read_text() == "unchanged\n"
     assert [a.kind for a in host.approvals] == ["command"]  # codex asked; the host declined
+
+
+def test_a_live_threads_walls_are_renewed_when_codex_creates_a_database_it_walls(
+        make_runtime, mock_provider, codex_home, caplog):
+    """On a home codex never ran on, its ``sessions/`` (every thread's rollout) and its
+    ``thread_history`` database appear only after the first thread's walls were set. That
+    thread's next turn runs with its walls renewed: another session's words there are
+    unreadable for it (before: a plain ``grep -r`` over codex's home found them)."""
+    from support import Agent, wait_for
+
+    from hermes_codex_runtime.session import SessionSettings
+
+    workspace = make_runtime.workdir
+    settings = SessionSettings(**make_runtime.settings_defaults, cwd=str(workspace),
+                               sandbox="workspace-write", turn_timeout=60.0,
+                               deny_read=(str(workspace / "private"),))
+    (workspace / "private").mkdir()
+    runtime, _host = make_runtime(settings, per_agent=True)
+    first, other = Agent("first"), Agent("other")
+    word = "heron-" + os.urandom(6).hex()
+    prefix, rest = word[:8], word[8:]  # the command never spells the word itself
+    assert sorted(codex_home.glob("thread_history*")) == []
+    mock_provider.enqueue(mp.text("hello"), mp.text("Noted."),
+                          mp.exec_command(f"P={prefix}; grep -r -a -o -h \"$P{rest}\" "
+                                          f"{codex_home} 2>&1 | head -40"),
+                          mp.text("looked"))
+    assert runtime.run_turn(first, "hi").ok  # its thread started before the database existed
+    assert runtime.run_turn(other, f"Keep this between us: my word is {word}.").ok
+    runtime.close(other)  # its thread unloaded: codex writes its items to the database
+
+    def stored() -> list[str]:
+        return [p.name for p in codex_home.glob("thread_history*")
+                if word.encode() in p.read_bytes()]
+    assert wait_for(stored), "codex never wrote the other session's items to its database"
+    with caplog.at_level(logging.INFO, logger="hermes_codex_runtime.session.codex_session"):
+        looked = runtime.run_turn(first, "look around")
+    assert looked.ok, looked.error
+    [output] = [str(item.get("output")) for item in mock_provider.requests[-1]["input"]
+                if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    assert word not in output, output
+    assert "thread_history_1.sqlite: Permission denied" in output, output
+    assert "sessions: Permission denied" in output, output
+    renewed = [r.getMessage() for r in caplog.records if "walls were set" in r.getMessage()]
+    assert len(renewed) == 1, renewed  # once, at the first turn after the home grew

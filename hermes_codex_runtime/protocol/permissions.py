@@ -87,6 +87,10 @@ class Exposure:
     target: str  # where the path leads now (walled)
 
 
+#: A directory, a regular expression over its entries' names, and the names it matched.
+Watched = tuple[str, str, frozenset[str]]
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadPermissions:
     """What a thread is started with, and why (for the log and doctor)."""
@@ -102,6 +106,10 @@ class ThreadPermissions:
     exposed: tuple[Exposure, ...] = ()
     #: Walled names that do not exist yet, where a command could create them.
     creatable: tuple[str, ...] = ()
+    #: What the walls were shaped from, to tell when they no longer fit the file system
+    #: (``wire.walls.outgrown``): per directory, a pattern of the walled names in it and the
+    #: names it matched when the thread started.
+    watched: tuple[Watched, ...] = ()
 
 
 def thread_permissions(*, sandbox: str | None, walls: Walls, user_mode: str | None,

@@ -42,6 +42,7 @@ from hermes_codex_runtime.protocol import (
     turn_start_params,
     turn_steer_params,
 )
+from hermes_codex_runtime.protocol.permissions import Watched
 from hermes_codex_runtime.protocol.schema_types import (
     ThreadReadParams,
     ThreadReadResponse,
@@ -68,6 +69,7 @@ from hermes_codex_runtime.wire import (
     TransportClosed,
     WireError,
 )
+from hermes_codex_runtime.wire.walls import outgrown
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,7 @@ class CodexSession:
         self.config_warnings: list[str] = []
         self._warned_config = False
         self._walls_noted = False
+        self._watched: tuple[Watched, ...] = ()  # what the thread's walls were shaped from
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -211,6 +214,10 @@ class CodexSession:
             if self._closed:
                 raise TransportClosed("the codex session is closed")
             if self._conn is not None and self.thread_id is not None:
+                change = outgrown(self._watched)
+                if change and self._conn.unload():  # walls that no longer fit: renewed below
+                    log.info("codex thread %s: %s since its walls were set; resuming it with "
+                             "them renewed", self.thread_id, change)
                 if not self._conn.thread_unloaded:
                     return self.thread_id
                 # unloaded from codex while the session was idle: resumed on the same channel
@@ -220,6 +227,7 @@ class CodexSession:
             conn = self._conn
         instructions = self.developer_instructions or None
         walls = thread_walls(self.settings, endpoint=self.endpoint)
+        self._watched = walls.watched
         if walls.note and not self._walls_noted:
             self._walls_noted = True  # once per session, not at every resume
             self._emit(Notice(walls.note))

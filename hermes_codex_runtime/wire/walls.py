@@ -17,7 +17,13 @@ Owns :func:`shape` — what of a :class:`~hermes_codex_runtime.protocol.permissi
   - every entry costs each command time: a ``read`` entry outside every writable place (already
     read-only) and an entry beneath another that covers it are left out, and globs are
     expanded here, at the thread's start, rather than by a walk of the file system at every
-    command.
+    command;
+  - codex binds every entry by path for the thread's life: a walled name that appears later
+    (codex's own ``thread_history_1.sqlite`` at a fresh home's first turn, a database's
+    ``-wal``) would stay readable, and one that vanishes fails every later command ("bwrap:
+    Can't create file"). So the shape keeps what it was made from (:attr:`Shape.watched`), and
+    :func:`outgrown` tells — with one directory listing per walled directory — when the
+    session must renew its thread's walls before the next turn.
 
   :func:`search_path_dirs` gives the ``PATH`` directories that are walls of their own (codex
   takes ``bwrap`` from ``PATH`` before its bundled one).
@@ -27,14 +33,16 @@ The verdicts that say whether a profile can be relied on are kept in :mod:`.verd
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_codex_runtime.protocol.permissions import Exposure, Walls
+from hermes_codex_runtime.protocol.permissions import Exposure, Walls, Watched
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,8 @@ class Shape:
     exposed: tuple[Exposure, ...] = ()
     #: Walled names that do not exist yet where a command could create them.
     creatable: tuple[str, ...] = ()
+    #: What the walls were made from, for :func:`outgrown`.
+    watched: tuple[Watched, ...] = ()
 
 
 def _expand(entry: str, cwd: str | None) -> list[str]:
@@ -141,7 +151,45 @@ def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
     creatable = tuple(dict.fromkeys(p for p in missing if not _below(p, held)))
     return Shape(Walls(deny_read=deny, protect=protect, writable_roots=walls.writable_roots,
                        network=walls.network), exposed=tuple(dict.fromkeys(exposed)),
-                 creatable=creatable)
+                 creatable=creatable, watched=_watch(walls, cwd, roots))
+
+
+def _watch(walls: Walls, cwd: str | None, roots: tuple[str, ...]) -> tuple[Watched, ...]:
+    """Per directory that holds walled names — every unreadable one, and the protected ones
+    inside a writable place — a pattern of those names and what it matches now. A name whose
+    directory is itself a glob is not watched (it is looked at again by the next thread)."""
+    patterns: dict[str, list[str]] = {}
+    for entries, everywhere in ((walls.deny_read, True), (walls.protect, False)):
+        for entry in entries:
+            directory, name = os.path.split(_absolute(entry, cwd))
+            if name and _glob_prefix(directory) is None \
+                    and (everywhere or _inside(os.path.realpath(directory), roots)):
+                patterns.setdefault(directory, []).append(fnmatch.translate(name))
+    watched = []
+    for directory, names in patterns.items():
+        pattern = "|".join(dict.fromkeys(names))
+        watched.append((directory, pattern, _matching(directory, re.compile(pattern))))
+    return tuple(watched)
+
+
+def _matching(directory: str, pattern: re.Pattern[str]) -> frozenset[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        names = []
+    return frozenset(name for name in names if pattern.match(name))
+
+
+def outgrown(watched: Iterable[Watched]) -> str | None:
+    """What changed since a thread's walls were shaped (``watched``): a walled name that
+    appeared or vanished, or ``None`` when they still fit."""
+    for directory, pattern, then in watched:
+        now = _matching(directory, re.compile(pattern))
+        if now != then:
+            change = sorted(now - then) or sorted(then - now)
+            verb = "appeared" if now - then else "vanished"
+            return f"{os.path.join(directory, change[0])} {verb}"
+    return None
 
 
 #: What codex keeps in its home that no command may read: its credentials, and every user's
