@@ -10,7 +10,7 @@ binary and the loopback mock model, a fresh codex home and Hermes home each:
   ``BENCH_FIRST_REPS`` (3) times, interleaved. Each layout has one Hermes home and codex home
   for all its gateways, first used by an untimed gateway (a fresh install's very first turn —
   the sandbox walls probed, codex's state created — is reported on its own): what is measured is
-  a gateway (re)started on a machine that has run it before. Then, ``BENCH_FIRST_REPS``
+  a gateway (re)started on a machine that has run it before. Then, ``BENCH_FRESH_REPS`` (6)
   times per layout, the first turn of a gateway on a NEW Hermes home and codex home (a new
   profile, a fresh container) on that machine — the user's cache kept, as a user's is.
   Targets: every one of 8
@@ -158,7 +158,9 @@ def run_first_turns(codex_bin: str, provider_url: str) -> dict[str, Any]:
             installed[layout] = entry.get("max_ms", entry.get("error"))
             print(f"  a fresh install's first turn, {layout}: {installed[layout]} ms",
                   flush=True)
-        for rep in range(reps):  # a new Hermes home (a profile, a container) on this machine
+        # a new Hermes home (a profile, a container) on this machine: its spread (±10% a run)
+        # needs more runs than the rest to tell a ratio near 1 from noise
+        for rep in range(int(os.environ.get("BENCH_FRESH_REPS", "6"))):
             for layout in layouts if rep % 2 == 0 else list(reversed(layouts)):
                 entry = measure_first_turns(Install(bench, f"fresh-{layout}-{rep}", layout), 1,
                                             f"fresh{rep}")
