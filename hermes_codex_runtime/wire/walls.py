@@ -125,6 +125,7 @@ def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
     """``walls`` as codex can enforce them for commands that may write ``writable`` (see the
     module docstring); relative paths are taken against ``cwd``, ``~`` is expanded."""
     roots = tuple(writable)
+    watched = _watch(walls, cwd, roots)  # first: a name made meanwhile is then renewed, not lost
     sent: dict[str, str] = {}  # real path -> access ("none" wins over "read")
     links: list[tuple[str, str, str]] = []
     missing: list[str] = []
@@ -151,7 +152,7 @@ def shape(walls: Walls, *, cwd: str | None, writable: Iterable[str]) -> Shape:
     creatable = tuple(dict.fromkeys(p for p in missing if not _below(p, held)))
     return Shape(Walls(deny_read=deny, protect=protect, writable_roots=walls.writable_roots,
                        network=walls.network), exposed=tuple(dict.fromkeys(exposed)),
-                 creatable=creatable, watched=_watch(walls, cwd, roots))
+                 creatable=creatable, watched=watched)
 
 
 def _watch(walls: Walls, cwd: str | None, roots: tuple[str, ...]) -> tuple[Watched, ...]:
