@@ -200,3 +200,47 @@ def test_a_live_threads_walls_are_renewed_when_codex_creates_a_database_it_walls
     assert "sessions: Permission denied" in output, output
     renewed = [r.getMessage() for r in caplog.records if "walls were set" in r.getMessage()]
     assert len(renewed) == 1, renewed  # once, at the first turn after the home grew
+
+
+def test_a_walled_file_that_vanishes_and_returns_stays_walled_and_the_thread_is_kept(
+        make_runtime, mock_provider, caplog):
+    """A database's write-ahead log comes and goes with its connections (Hermes' ``state.db``
+    under a workspace that holds Hermes' home). codex keeps the profile's path and walls it
+    again once it is back, so the thread is not resumed for it: a command between works, the
+    returned file's words stay unreadable, and no turn pays for renewed walls."""
+    from support import Agent
+
+    from hermes_codex_runtime.session import SessionSettings
+
+    workspace = make_runtime.workdir
+    kept = workspace / "kept"
+    kept.mkdir()
+    wal = kept / "state.db-wal"
+    wal.write_text("page of a conversation\n")
+    settings = SessionSettings(**make_runtime.settings_defaults, cwd=str(workspace),
+                               sandbox="workspace-write", turn_timeout=60.0,
+                               deny_read=(str(wal),), protect=(str(kept),))
+    runtime, _host = make_runtime(settings, per_agent=True)
+    agent = Agent("gateway")
+    word = "plover-" + os.urandom(6).hex()
+    mock_provider.enqueue(mp.text("hello"),  # codex's home grows at the first turn: renewed
+                          mp.exec_command("cat kept/state.db-wal; echo first-ran"), mp.text("1"),
+                          mp.exec_command("echo second-ran"), mp.text("2"),
+                          mp.exec_command("cat kept/state.db-wal; echo third-ran"), mp.text("3"))
+
+    def output() -> str:  # the last command's, as codex sent it to the model
+        return [str(item.get("output")) for item in mock_provider.requests[-1]["input"]
+                if isinstance(item, dict) and item.get("type") == "function_call_output"][-1]
+    assert runtime.run_turn(agent, "hi").ok
+    with caplog.at_level(logging.INFO, logger="hermes_codex_runtime.session.codex_session"):
+        assert runtime.run_turn(agent, "one").ok
+        assert "first-ran" in output() and "conversation" not in output(), output()
+        wal.unlink()  # the last connection closed
+        assert runtime.run_turn(agent, "two").ok
+        assert "second-ran" in output(), output()
+        assert list(kept.iterdir()) == []  # no placeholder left in its place
+        wal.write_text(f"{word}\n")  # opened again
+        assert runtime.run_turn(agent, "three").ok
+    assert "third-ran" in output() and word not in output(), output()
+    assert "Permission denied" in output(), output()
+    assert not [r.getMessage() for r in caplog.records if "state.db-wal" in r.getMessage()]

@@ -18,12 +18,13 @@ Owns :func:`shape` — what of a :class:`~hermes_codex_runtime.protocol.permissi
     read-only) and an entry beneath another that covers it are left out, and globs are
     expanded here, at the thread's start, rather than by a walk of the file system at every
     command;
-  - codex binds every entry by path for the thread's life: a walled name that appears later
+  - codex keeps a thread's profile for the thread's life: a walled name that appears later
     (codex's own ``thread_history_1.sqlite`` at a fresh home's first turn, a database's
-    ``-wal``) would stay readable, and one that vanishes fails every later command ("bwrap:
-    Can't create file"). So the shape keeps what it was made from (:attr:`Shape.watched`), and
-    :func:`outgrown` tells — with one directory listing per walled directory — when the
-    session must renew its thread's walls before the next turn.
+    ``-wal``) would stay readable. So the shape keeps what it was made from
+    (:attr:`Shape.watched`), and :func:`outgrown` tells — with one directory listing per
+    walled directory — when the session must renew its thread's walls before the next turn.
+    A name that vanishes needs nothing: codex leaves a missing path of the profile out of a
+    turn's sandbox and walls it again once it is back.
 
   :func:`search_path_dirs` gives the ``PATH`` directories that are walls of their own (codex
   takes ``bwrap`` from ``PATH`` before its bundled one).
@@ -182,14 +183,12 @@ def _matching(directory: str, pattern: re.Pattern[str]) -> frozenset[str]:
 
 
 def outgrown(watched: Iterable[Watched]) -> str | None:
-    """What changed since a thread's walls were shaped (``watched``): a walled name that
-    appeared or vanished, or ``None`` when they still fit."""
+    """A walled name that appeared since a thread's walls were shaped (``watched``), or
+    ``None`` when they still hold everything they should."""
     for directory, pattern, then in watched:
-        now = _matching(directory, re.compile(pattern))
-        if now != then:
-            change = sorted(now - then) or sorted(then - now)
-            verb = "appeared" if now - then else "vanished"
-            return f"{os.path.join(directory, change[0])} {verb}"
+        appeared = _matching(directory, re.compile(pattern)) - then
+        if appeared:
+            return f"{os.path.join(directory, min(appeared))} appeared"
     return None
 
 
