@@ -209,7 +209,7 @@ def fresh_home_targets(fresh: dict[str, list[dict[str, Any]]]) -> list[dict[str,
         return []
     return [{"name": "a fresh Hermes home's first turn ≤ Hermes' own runtime's",
              "figure": round(ours / builtin, 2), "limit": 1.0, "met": ours <= builtin,
-             "detail": f"{ours} ms vs {builtin} ms"}]
+             "detail": f"{ours:.1f} ms vs {builtin:.1f} ms"}]
 
 
 def measure_sequential(install: Install, runs: int, tag: str) -> dict[str, Any]:
