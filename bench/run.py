@@ -15,10 +15,12 @@ against local stdio) and the knee of one app-server (``bench/knee.py``), stored 
 ``remote``, ``targets`` and ``knee`` in the run file and rendered as a second table, and the
 replay runner's figures (``bench/replay.py``, under ``replay``) and the side tasks'
 (``bench/side_tasks.py``, under ``side_tasks``) and Hermes' tools on codex's
-(``bench/host_tools.py``, under ``host_tools``).
-``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` / ``BENCH_SIDE=0`` / ``BENCH_TOOLS=0``
-skip them; so does a ``BENCH_SCENARIOS`` that does not name them (``agents``, ``gateway``,
-``remote``, ``knee``, ``replay``, ``side_tasks``, ``host_tools``).
+(``bench/host_tools.py``, under ``host_tools``) and /retry and /undo on codex's
+(``bench/session_commands.py``, under ``session_commands``).
+``BENCH_FLEET=0`` / ``BENCH_KNEE=0`` / ``BENCH_REPLAY=0`` / ``BENCH_SIDE=0`` / ``BENCH_TOOLS=0`` /
+``BENCH_COMMANDS=0`` skip them; so does a ``BENCH_SCENARIOS`` that does not name them
+(``agents``, ``gateway``, ``remote``, ``knee``, ``replay``, ``side_tasks``, ``host_tools``,
+``session_commands``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import fleet  # noqa: E402
 import host_tools as tools_bench  # noqa: E402
 import knee  # noqa: E402
 import replay as replay_bench  # noqa: E402
+import session_commands as commands_bench  # noqa: E402
 import side_tasks as side_bench  # noqa: E402
 
 from hermes_codex_runtime.generated import replace_block  # noqa: E402
@@ -277,6 +280,10 @@ def run_fleet(codex_bin: str, wanted: set[str]) -> dict[str, Any]:
     if os.environ.get("BENCH_TOOLS", "1") != "0" and (not wanted or "host_tools" in wanted):
         print("Hermes' tools on codex:", flush=True)
         out["host_tools"] = tools_bench.run_host_tool_bench(codex_bin)
+    if os.environ.get("BENCH_COMMANDS", "1") != "0" and (not wanted
+                                                       or "session_commands" in wanted):
+        print("/retry and /undo on codex:", flush=True)
+        out["session_commands"] = commands_bench.run_session_command_bench(codex_bin)
     return out
 
 
@@ -458,6 +465,7 @@ def render(report: dict[str, Any]) -> str:
                          f"{check['figure']}× ({check['detail']})")
     lines += side_bench.render_lines(report.get("side_tasks"))
     lines += tools_bench.render_lines(report.get("host_tools"))
+    lines += commands_bench.render_lines(report.get("session_commands"))
     return "\n".join(lines) + "\n"
 
 

@@ -60,22 +60,21 @@ def codex_history_seed(agent: Any, messages: Sequence[Message],
 @hookspec(firstresult=True)
 def codex_stored_thread(agent: Any, context: TurnContext[Any]) -> Binding | None:
     """The codex thread bound to this agent's session by an earlier process, if any: a
-    ``Binding`` of its id, the remote app-server that holds it, and the digest and turn count
-    ``codex_thread_bound`` was given (``None`` for what the host did not store).
-    codex keeps a thread's developer instructions and turns on ``thread/resume``: a
-    conversation with other instructions, or fewer user turns than the thread has seen, starts
-    a fresh thread, seeded, instead (:mod:`.continuity`)."""
+    ``Binding`` of its id, the remote app-server that holds it, and the digest and the
+    conversation ``codex_thread_bound`` was given (``Ledger.decode`` of it; ``None`` for what
+    the host did not store). codex keeps a thread's developer instructions and turns on
+    ``thread/resume``: a conversation with other instructions starts a fresh thread, seeded; one
+    that lost or gained turns has the thread mended first (:mod:`.continuity`)."""
 
 
 @hookspec
 def codex_thread_bound(agent: Any, thread_id: str, endpoint: str | None, instructions: str,
-                       turns: int | None, context: TurnContext[Any]) -> None:
+                       conversation: str | None, context: TurnContext[Any]) -> None:
     """The session now lives on ``thread_id`` (on the remote app-server ``endpoint``, or
     ``None`` for a local one), started with the developer instructions whose digest is
-    ``instructions``, having seen ``turns`` user turns (``None``: the host told no history),
-    and this turn's transcript is committed: persist all four, and give them back from
-    ``codex_stored_thread`` (a count that lags keeps the thread; only a conversation with
-    fewer turns than the stored count starts afresh)."""
+    ``instructions``, holding the conversation ``conversation`` describes (an opaque text;
+    ``None``: the host told no history), and this turn's transcript is committed: persist all
+    four, and give them back from ``codex_stored_thread``."""
 
 
 @hookspec(firstresult=True)

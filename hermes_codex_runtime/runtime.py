@@ -37,7 +37,15 @@ from typing import Any, TypeVar
 
 import pluggy
 
-from hermes_codex_runtime.continuity import Binding, instructions_digest, mismatch, user_turns
+from hermes_codex_runtime.continuity import (
+    Binding,
+    Ledger,
+    Plan,
+    Verdict,
+    instructions_changed,
+    instructions_digest,
+    plan,
+)
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.plugins import make_plugin_manager
 from hermes_codex_runtime.pool import ServerPool
@@ -48,7 +56,7 @@ from hermes_codex_runtime.protocol import (
     HostToolCall,
     HostToolOutput,
 )
-from hermes_codex_runtime.session import CodexSession, prepare
+from hermes_codex_runtime.session import CodexSession, Mend, prepare
 from hermes_codex_runtime.values import (
     ApprovalRequest,
     SessionSettings,
@@ -67,6 +75,14 @@ def _wrong_answer(hook: str, answer: object, expected: type[Any]) -> str:
             f"{expected.__name__} or None")
 
 
+class ThreadBusy(Exception):
+    """Another request's turn held the conversation's codex thread past the wait."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"another request on this conversation is still running on codex "
+                         f"thread {thread_id}; send this one again once it has answered")
+
+
 def _log_turn(turn: TurnResult, seconds: float) -> None:
     """One INFO line per turn: where it ran, how it ended, what it cost."""
     status = turn.status or ("failed" if turn.error else "completed")
@@ -82,16 +98,17 @@ def _log_turn(turn: TurnResult, seconds: float) -> None:
 
 def _same_process(old: SessionSettings, new: SessionSettings) -> bool:
     """True when ``new`` differs from ``old`` at most in the settings codex takes per turn
-    (``turn/start``'s model and effort): then the process and the thread carry on."""
-    return dataclasses.replace(old, model=None, effort=None) == \
-        dataclasses.replace(new, model=None, effort=None)
+    (``turn/start``'s model, effort and service tier): then the process and the thread carry
+    on."""
+    return dataclasses.replace(old, model=None, effort=None, service_tier=None) == \
+        dataclasses.replace(new, model=None, effort=None, service_tier=None)
 
 
 class _Agent:
     """Everything the runtime keeps for one host agent, forgotten together (:meth:`_forget`)."""
 
-    __slots__ = ("context", "instructions", "interrupted", "last_thread", "session", "settings",
-                 "turn_lock", "turns")
+    __slots__ = ("context", "instructions", "interrupted", "last_thread", "ledger",
+                 "ledger_thread", "session", "settings", "turn_lock")
 
     def __init__(self) -> None:
         #: One agent's turns and compactions run one at a time: two concurrent first turns
@@ -101,7 +118,9 @@ class _Agent:
         self.session: CodexSession | None = None
         self.instructions: str | None = None
         self.settings = SessionSettings()
-        self.turns: int | None = None  # the user turns its thread has seen (continuity.py)
+        #: The conversation its session's thread holds (continuity.py; None: not known).
+        self.ledger: Ledger | None = None
+        self.ledger_thread: str | None = None  # the thread that ledger describes
         #: The context of its turn in flight (what its session's callbacks pass on).
         self.context: TurnContext[Any] | None = None
         #: Interrupted before its turn had a session: the session is stopped at birth.
@@ -248,47 +267,64 @@ class CodexRuntime:
 
     def _session(self, agent: Any, key: int, settings: SessionSettings,
                  instructions: str | None, context: TurnContext[Any],
-                 turns: int | None = None) -> CodexSession:
-        """The agent's session for a turn whose conversation had ``turns`` user turns before it
-        (``None``: not a turn, e.g. a compaction)."""
+                 history: Sequence[Any] | None = None) -> tuple[CodexSession, Verdict]:
+        """The agent's session for a turn whose conversation before it is ``history``
+        (``None``: not told, e.g. a compaction), and what its thread needs first
+        (:func:`~.continuity.plan`)."""
         record = self._record(key)
         live = record.session
-        # an agent that carries on with no history told (a library's repeated calls) keeps its
-        # thread; a new agent for the conversation is judged by what it was given
-        changed = None if live is None else mismatch(
-            bound_instructions=instructions_digest(record.instructions), bound_turns=record.turns,
-            instructions=instructions, turns=turns or None)
-        if live is not None and changed is None and not (
-                live.retired or not _same_process(record.settings, settings)):
-            # model and effort are turn-level in codex: a change rides on the next turn/start
-            record.settings = live.settings = settings
-            return live
+        moved = settings.conversation != record.settings.conversation
+        verdict = Verdict(Plan.KEEP)
+        if live is not None and not moved:
+            verdict = _verdict(instructions_digest(record.instructions), record.ledger,
+                               instructions, history)
+            if verdict.plan is not Plan.FRESH and not live.retired and \
+                    _same_process(record.settings, settings):
+                # model, effort and tier are turn-level in codex: a change rides on turn/start
+                record.settings = live.settings = settings
+                return live, verdict
         binding: Binding | None = None
         predecessor: CodexSession | None = None
-        if live is not None and changed is not None:
-            log.info("%s: the next codex thread starts fresh, seeded", changed)
-            live.close()
-            record.last_thread = None
-        elif live is not None:
+        branch: Binding | None = None  # a thread a new conversation may fork (see below)
+        if live is not None and not moved and verdict.plan is not Plan.FRESH:
             # the same conversation continues: the new session takes the thread over on the
             # process that holds it, then ends this one (see CodexSession._spawn)
             predecessor = live
             if live.thread_id:
-                binding = Binding(live.thread_id, live.endpoint)
-        if binding is None and changed is None:
-            binding = record.last_thread or self._ask("codex_stored_thread", Binding,
-                                                      agent=agent, context=context)
-            why = None if binding is None else mismatch(
-                bound_instructions=binding.instructions, bound_turns=binding.turns,
-                instructions=instructions, turns=turns)
-            if why is not None and binding is not None:
+                binding = Binding(live.thread_id, live.endpoint,
+                                  instructions_digest(record.instructions), record.ledger)
+        elif live is not None:
+            if moved and live.thread_id:
+                branch = Binding(live.thread_id, live.endpoint,
+                                 instructions_digest(record.instructions), record.ledger)
+            else:
+                log.info("%s: the next codex thread starts fresh%s",
+                         verdict.why or "a new thread", ", seeded" if history else "")
+            live.close()
+            record.last_thread = None
+        if binding is None and (live is None or moved):
+            binding = (None if moved else record.last_thread) or self._ask(
+                "codex_stored_thread", Binding, agent=agent, context=context)
+            if binding is not None and self._release_thread(binding.thread_id, key,
+                                                            settings.turn_timeout):
+                # another agent's turn ran on it meanwhile: its ledger changed
+                binding = self._ask("codex_stored_thread", Binding, agent=agent,
+                                    context=context) or binding
+        fork: str | None = None
+        if binding is None and branch is not None:
+            # another conversation of this agent with none of its own (a branch): a fork of the
+            # thread it came from, when they share their start
+            verdict = _verdict(branch.instructions, branch.ledger, instructions, history)
+            if verdict.plan is not Plan.FRESH:
+                fork, binding = branch.thread_id, branch
+        elif binding is not None:
+            verdict = _verdict(binding.instructions, binding.ledger, instructions, history)
+            if verdict.plan is Plan.FRESH:
                 # thread/resume keeps the thread's own instructions and turns: never resume
                 # into a conversation the host no longer has
-                log.info("%s: thread %s is not resumed, a fresh thread starts, seeded", why,
+                log.info("%s: thread %s is not resumed, a fresh thread starts", verdict.why,
                          binding.thread_id)
                 binding = None
-        if binding is not None:
-            self._release_thread(binding.thread_id, key)
 
         # The session's callbacks hold the agent weakly: the session lives in this runtime
         # (shared by a whole gateway), and a host that drops its agent without closing it (an
@@ -320,31 +356,49 @@ class CodexRuntime:
             raise TypeError(_wrong_answer("codex_tool_call", answer, HostToolOutput))
 
         session = CodexSession(settings, developer_instructions=instructions,
-                               stored_thread_id=binding.thread_id if binding else None,
+                               stored_thread_id=binding.thread_id if binding and not fork
+                               else None, fork_from=(fork, None) if fork else None,
                                stored_endpoint=binding.endpoint if binding else None,
                                approve=approve, on_event=on_event, pool=self.pool,
                                predecessor=predecessor,
                                call_tool=call_tool if settings.host_tools else None)
         with self._lock:
             record.session, record.instructions, record.settings = session, instructions, settings
-            record.turns = None
+            record.ledger = binding.ledger if binding is not None else Ledger()
+            record.ledger_thread = binding.thread_id if binding is not None else None
             interrupted = record.interrupted
         if interrupted:
             session.interrupt()
-        return session
+        return session, verdict
 
-    def _release_thread(self, thread_id: str, key: int) -> None:
-        """codex allows one writer per thread: an idle session of ANOTHER agent that still holds
+    def _release_thread(self, thread_id: str, key: int, wait: float) -> bool:
+        """codex allows one writer per thread: a session of ANOTHER agent that still holds
         ``thread_id`` (a host that replaced its agent object for the same conversation without
-        closing the old one, e.g. a gateway after ``/stop``) is closed, so the new agent resumes
-        the thread instead of starting a fresh one."""
+        closing the old one, e.g. a gateway after ``/stop``; a second request on the same
+        conversation) is closed, so this agent resumes the thread instead of starting a fresh
+        one — once that agent's turn in flight, if any, has ended (waiting up to ``wait``
+        seconds: two turns never share a thread). True when a turn was waited for."""
         with self._lock:
-            holders = [record.drop_session() for k, record in self._agents.items()
+            holders = [(k, record) for k, record in self._agents.items()
                        if k != key and (session := record.session) is not None
-                       and session.thread_id == thread_id and session.active_turn_id is None]
-        for session in filter(None, holders):
-            log.info("closing an idle codex session that still held thread %s", thread_id)
-            session.close()
+                       and session.thread_id == thread_id]
+        waited = False
+        for _, record in holders:
+            busy = not record.turn_lock.acquire(blocking=False)
+            if busy:
+                log.info("codex thread %s is running another request's turn; waiting for it",
+                         thread_id)
+                if not record.turn_lock.acquire(timeout=wait):
+                    raise ThreadBusy(thread_id)
+                waited = True
+            try:
+                session = record.drop_session()
+            finally:
+                record.turn_lock.release()
+            if session is not None:
+                log.info("closing an idle codex session that still held thread %s", thread_id)
+                session.close()
+        return waited
 
     # ------------------------------------------------------------------ turns
 
@@ -384,18 +438,25 @@ class CodexRuntime:
 
         session: CodexSession | None = None
         started = time.monotonic()
-        turns = user_turns(history) if history is not None else None
+        verdict = Verdict(Plan.KEEP)
         try:
-            session = self._session(agent, key, settings, instructions, context, turns)
-            result = session.run_turn(user_input, images=images, history_seed=seed)
+            session, verdict = self._session(agent, key, settings, instructions, context, history)
+            planned = session.thread_id or self._record(key).ledger_thread
+            mend = None
+            if verdict.plan is Plan.MEND:
+                log.info("codex thread %s: %s; mending it", planned, verdict.why)
+                mend = Mend(planned, verdict.cut, verdict.add) if planned else None
+            result = session.run_turn(user_input, images=images, history_seed=seed, mend=mend)
+        except ThreadBusy as exc:
+            result = TurnResult()
+            result.fail(Failure(FailureKind.OTHER, str(exc)), retire=False)
         except Exception as exc:  # a bug must not take the host down
             log.exception("codex turn failed unexpectedly")
             result = TurnResult()
             result.fail(Failure(FailureKind.OTHER, redact(f"{type(exc).__name__}: {exc}")),
                         retire=True)
         _log_turn(result, time.monotonic() - started)
-        return self._after_turn(agent, key, session, result, context,
-                                None if turns is None else turns + 1)
+        return self._after_turn(agent, key, session, result, context, history, verdict)
 
     def _instructions(self, agent: Any, context: TurnContext[Any]) -> str | None:
         return self._ask("codex_developer_instructions", str, agent=agent, context=context)
@@ -414,8 +475,8 @@ class CodexRuntime:
             settings = self._settings(agent, context)
             if isinstance(settings, TurnResult):
                 return settings
-            session = self._session(agent, key, settings, self._instructions(agent, context),
-                                    context)
+            session, _ = self._session(agent, key, settings,
+                                       self._instructions(agent, context), context)
         else:
             session = live
         try:
@@ -426,6 +487,8 @@ class CodexRuntime:
             result.fail(Failure(FailureKind.OTHER, redact(str(exc))), retire=True)
         if report and result.usage is not None:
             self._tell("codex_record_usage", agent=agent, usage=result.usage, context=context)
+        if result.compacted:
+            self._compacted(key)
         if report and result.compacted:
             self._tell("codex_record_compaction", agent=agent, turn=result, context=context)
         if result.should_retire:
@@ -433,10 +496,10 @@ class CodexRuntime:
         return result
 
     def _after_turn(self, agent: Any, key: int, session: CodexSession | None,
-                    result: TurnResult, context: TurnContext[Any], seen: int | None
-                    ) -> TurnResult:
-        """Report the turn; ``seen``: the user turns its thread has now seen (``None``: the
-        host told no history)."""
+                    result: TurnResult, context: TurnContext[Any],
+                    history: Sequence[Any] | None, verdict: Verdict) -> TurnResult:
+        """Report the turn, then bind its thread with the conversation it now holds (the
+        conversation before the turn, ``history`` — ``None``: not told —, and the turn)."""
         if result.usage is not None:
             self._tell("codex_record_usage", agent=agent, usage=result.usage, context=context)
         if result.compacted:
@@ -448,18 +511,45 @@ class CodexRuntime:
                    context=context)
         if result.thread_id and result.turn_id:
             record = self._record(key)
-            if record.session is not None:
-                record.turns = seen
+            ledger = None
+            if result.compacted:
+                ledger = Ledger(compacted=True)  # a summary now: the next conversation is learnt
+            elif history is not None:
+                # a thread other than the one planned on holds the history as its seed
+                same = record.ledger is not None and record.ledger_thread is not None and (
+                    result.thread_id == record.ledger_thread or (session is not None
+                    and session.forked_from == record.ledger_thread))
+                base = record.ledger if same and record.ledger is not None else Ledger()
+                ledger = base.after_turn(
+                    # a turn failed over: the host's fallback answers it, codex has it unanswered
+                    history, result.turn_id,
+                    answered=not (result.failure is not None and result.failure.failover),
+                    kept=verdict.kept if same and verdict.plan is Plan.MEND else None)
+            with self._lock:
+                if record.session is not None:
+                    record.ledger, record.ledger_thread = ledger, result.thread_id
             binding = Binding(result.thread_id, result.endpoint,
                               instructions_digest(record.instructions
-                                                  if record.session is not None else None), seen)
+                                                  if record.session is not None else None),
+                              ledger)
             record.last_thread = binding
             self._tell("codex_thread_bound", agent=agent, thread_id=binding.thread_id,
                        endpoint=binding.endpoint, instructions=binding.instructions,
-                       turns=seen, context=context)
+                       conversation=ledger.encode() if ledger is not None else None,
+                       context=context)
         if result.should_retire and session is not None:
             self._retire(key, session)
         return result
+
+    def _compacted(self, key: int) -> None:
+        """codex compacted the agent's thread outside a turn: what it holds is a summary."""
+        record = self._record(key)
+        with self._lock:
+            if record.session is not None and record.ledger is not None:
+                record.ledger = Ledger(compacted=True)
+            if record.last_thread is not None:
+                record.last_thread = dataclasses.replace(record.last_thread,
+                                                         ledger=Ledger(compacted=True))
 
     def _retire(self, key: int, session: CodexSession) -> None:
         log.info("retiring the codex session (thread %s)", session.thread_id)
@@ -489,6 +579,14 @@ class CodexRuntime:
         key = self._known_key(agent)
         if key is not None:
             self._forget(key)
+
+
+def _verdict(bound: str | None, ledger: Ledger | None, instructions: str | None,
+             history: Sequence[Any] | None) -> Verdict:
+    """What a thread started with instructions of digest ``bound`` and holding ``ledger``
+    needs to carry the conversation ``history`` under the host's ``instructions``."""
+    why = instructions_changed(bound, instructions)
+    return Verdict(Plan.FRESH, why) if why else plan(ledger, history)
 
 
 def _weak(agent: Any) -> Callable[[], Any]:

@@ -35,6 +35,12 @@ class SessionSettings:
     approvals_reviewer: str | None = "user"
     sandbox: str | None = None
     effort: str | None = None
+    #: The host's name for the conversation (``None``: one conversation per agent): a turn of
+    #: another conversation on the same agent resumes that conversation's thread, or forks
+    #: this one's when the conversation came from it (a branch).
+    conversation: str | None = None
+    #: The provider's service tier (e.g. ``"priority"``, ``"flex"``; ``None``: its default).
+    service_tier: str | None = None
     env: Mapping[str, str] | None = None
     extra_env: Mapping[str, str] | None = None
     extra_args: tuple[str, ...] = ()

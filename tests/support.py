@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from hermes_codex_runtime.continuity import Binding
+from hermes_codex_runtime.continuity import Binding, Ledger
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.session import ApprovalRequest, SessionSettings
@@ -80,6 +80,7 @@ class RecordingHost:
         #: ``stored`` slot every new agent resumes.
         self.per_agent = per_agent
         self.by_agent: dict[int, Binding] = {}
+        self.by_conversation: dict[str, Binding] = {}
         self.tools = tools
         self.tool_calls: list[Any] = []
         self.instructions = instructions
@@ -117,16 +118,20 @@ class RecordingHost:
 
     @hookimpl
     def codex_stored_thread(self, agent):
+        if self.settings.conversation is not None:  # bound per conversation, as a real host
+            return self.by_conversation.get(self.settings.conversation)
         if self.per_agent:
             return self.by_agent.get(id(agent))
         return self.stored
 
     @hookimpl
-    def codex_thread_bound(self, agent, thread_id, endpoint, instructions, turns):
+    def codex_thread_bound(self, agent, thread_id, endpoint, instructions, conversation):
         self.bound.append(thread_id)
         self.endpoints.append(endpoint)
-        stored = Binding(thread_id, endpoint, instructions, turns)
-        if self.per_agent:
+        stored = Binding(thread_id, endpoint, instructions, Ledger.decode(conversation))
+        if self.settings.conversation is not None:
+            self.by_conversation[self.settings.conversation] = stored
+        elif self.per_agent:
             self.by_agent[id(agent)] = stored
         else:
             self.stored = stored

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +188,38 @@ def test_the_configured_context_length_holds_and_compression_fires_on_the_next_r
     assert resumed.index(compact) < resumed.index(after)  # compacted before the turn went on
     sent = json.dumps(after["input"])
     assert "SUMMARY-OF-THE-LOREM" in sent and "lorem ipsum dolor" not in sent
+
+
+def test_two_requests_on_one_conversation_at_once_both_answer_in_full(home, mock_provider):
+    """Two clients send on one API-server conversation (``X-Hermes-Session-Id``) at the same
+    time: they never share its codex thread mid-turn — the second waits for the first — and
+    both get their whole answer."""
+    configure(home)
+
+    def reply(body: dict[str, Any]) -> mp.Reply:
+        said = last_user_text(body)
+        return mp.text(f"answer to {said}", delay=2.0 if said == "slow question" else 0.0)
+
+    mock_provider.set_default(side_task_router(turn=reply))
+    header = {"X-Hermes-Session-Id": "one-conversation"}
+    with api_server(home) as (_, client, model):
+        client.chat.completions.create(model=model, extra_headers=header, messages=[
+            {"role": "user", "content": "first question"}])
+        answers: dict[str, str | None] = {}
+
+        def ask(question: str) -> None:
+            done = client.chat.completions.create(model=model, extra_headers=header, messages=[
+                {"role": "user", "content": question}])
+            answers[question] = done.choices[0].message.content
+
+        slow = threading.Thread(target=ask, args=("slow question",))
+        slow.start()
+        deadline = time.monotonic() + 30
+        while not any(last_user_text(b) == "slow question" for b in mock_provider.requests
+                      if not is_title(b)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ask("quick question")
+        slow.join(timeout=90)
+        assert not slow.is_alive()
+    assert answers == {"slow question": "answer to slow question",
+                       "quick question": "answer to quick question"}

@@ -72,9 +72,9 @@ def test_native_compaction_is_recorded_with_an_event(hermes):
     agent = hermes.agent(event_callback=lambda name, data: events.append((name, data)))
     hermes.provider.enqueue(mp.text("first", usage=mp.Usage(input=9000, output=10)),
                             mp.text("SUMMARY"), mp.text("second"))
-    agent.run_conversation("fill the context")
+    filled = agent.run_conversation("fill the context")
     before = agent.context_compressor.compression_count
-    result = agent.run_conversation("and now?")
+    result = agent.run_conversation("and now?", conversation_history=filled["messages"])
     assert result["completed"] and result["final_response"] == "second"
     assert agent.context_compressor.compression_count == before + 1
     [(_name, data)] = [e for e in events if e[0] == "session:compress"]
@@ -316,7 +316,8 @@ def test_a_context_plugins_recall_reaches_codex_with_the_users_message_once(herm
     assert any("What is my favourite colour?" in t and "KIT-RECALL" in t for t in sent)
     [user] = [m for m in result["messages"] if m["role"] == "user"]
     assert user["content"] == "What is my favourite colour?"
-    agent.run_conversation("Thanks.")  # a turn the plugin adds nothing to gets nothing stale
+    # a turn the plugin adds nothing to gets nothing stale
+    agent.run_conversation("Thanks.", conversation_history=result["messages"])
     assert sum(t.count("KIT-RECALL") for r, t in hermes.provider.request_texts(1)) == 1
 
 

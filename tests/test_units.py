@@ -8,7 +8,14 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_codex_runtime.continuity import instructions_digest, mismatch, user_turns
+from hermes_codex_runtime.continuity import (
+    KEEP_ENTRIES,
+    Ledger,
+    Plan,
+    instructions_changed,
+    instructions_digest,
+    plan,
+)
 from hermes_codex_runtime.history_seed import HEADER, OMITTED, render_history_seed
 from hermes_codex_runtime.hookspecs import hookimpl
 from hermes_codex_runtime.plugins import make_plugin_manager
@@ -60,20 +67,80 @@ def test_a_turn_sums_its_responses_and_keeps_the_last_prompt():
 # ---------------------------------------------------------------- continuity
 
 
-def test_a_thread_goes_on_unless_the_conversation_lost_turns_or_changed_instructions():
-    digest = instructions_digest("be brief")
-    same = {"bound_instructions": digest, "instructions": "be brief"}
-    assert mismatch(**same, bound_turns=3, turns=3) is None
-    assert mismatch(**same, bound_turns=3, turns=5) is None  # observed or fallback turns
-    assert "undone" in mismatch(**same, bound_turns=3, turns=2)
-    assert mismatch(**same, bound_turns=None, turns=0) is None  # an older binding
-    assert mismatch(**same, bound_turns=3, turns=None) is None  # no history told
-    assert "system prompt" in mismatch(bound_instructions=digest, bound_turns=None,
-                                       instructions="be thorough", turns=None)
+def _chat(*texts: str) -> list[dict[str, str]]:
+    """A conversation of user turns, each answered."""
+    messages = []
+    for text in texts:
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}]
+    return messages
 
 
-def test_user_turns_counts_only_user_messages():
-    assert user_turns([{"role": "user"}, {"role": "assistant"}, "junk", {"role": "user"}]) == 2
+def _ledger_of(*texts: str) -> Ledger:
+    """The ledger of a thread that ran ``texts`` as turns t1, t2, … (the last one's message not
+    learnt yet, as after its turn)."""
+    ledger = Ledger()
+    for i, _ in enumerate(texts):
+        ledger = ledger.after_turn(_chat(*texts[:i]), f"t{i + 1}", answered=True)
+    return ledger
+
+
+def test_a_thread_goes_on_while_it_holds_the_conversation():
+    ledger = _ledger_of("a", "b", "c")
+    assert plan(ledger, _chat("a", "b", "c")).plan is Plan.KEEP
+    assert plan(ledger, None).plan is Plan.KEEP  # the host told no history
+    assert plan(None, _chat("a")).plan is Plan.KEEP  # a binding with no ledger
+    # the last turn's own message is learnt from the next history: the host may store it
+    # otherwise than it was sent
+    assert plan(ledger, _chat("a", "b", "c, as stored")).plan is Plan.KEEP
+
+
+def test_undone_or_retried_turns_are_cut_from_the_thread():
+    verdict = plan(_ledger_of("a", "b", "c"), _chat("a"))
+    assert verdict.plan is Plan.MEND and verdict.cut == "t2" and verdict.add == ()
+    assert verdict.kept == 1 and "2 user turn(s)" in (verdict.why or "")
+
+
+def test_turns_another_provider_answered_are_added_to_the_thread():
+    history = _chat("a", "b", "elsewhere")
+    verdict = plan(_ledger_of("a", "b"), history)
+    assert verdict.plan is Plan.MEND and verdict.cut is None
+    assert verdict.add == tuple(history[4:])
+
+
+def test_an_edited_turn_is_cut_and_the_conversation_from_it_added():
+    history = _chat("a", "B edited", "c")
+    verdict = plan(_ledger_of("a", "b", "c", "d").after_turn(
+        _chat("a", "b", "c"), "t4", answered=True), history)
+    assert verdict.plan is Plan.MEND and verdict.cut == "t2"
+    assert verdict.add == tuple(history[2:])
+
+
+def test_a_turn_codex_did_not_answer_is_redone_from_the_hosts_conversation():
+    ledger = _ledger_of("a").after_turn(_chat("a"), "t2", answered=False)
+    history = _chat("a", "b")  # a fallback provider answered b
+    verdict = plan(ledger, history)
+    assert verdict.plan is Plan.MEND and verdict.cut == "t2" and verdict.add == tuple(history[2:])
+
+
+def test_a_new_or_unrelated_conversation_starts_a_fresh_thread():
+    ledger = _ledger_of("a", "b")
+    assert plan(ledger, []).plan is Plan.FRESH  # /new, or a call with no history
+    assert plan(ledger, _chat("x", "y")).plan is Plan.FRESH
+    # a change inside what the thread holds only as its seed cannot be cut at a codex turn
+    seeded = Ledger().after_turn(_chat("a", "b"), "t3", answered=True)
+    assert plan(seeded, _chat("a", "B")).plan is Plan.FRESH
+
+
+def test_a_ledger_survives_its_encoding_and_old_entries_keep_matching():
+    ledger = _ledger_of(*(str(i) for i in range(300))).after_turn(
+        _chat(*(str(i) for i in range(300))), "t301", answered=True)
+    back = Ledger.decode(ledger.encode())
+    assert back is not None and len(back) == 301
+    assert back.entries[-KEEP_ENTRIES:] == ledger.entries[-KEEP_ENTRIES:]
+    assert plan(back, _chat(*(str(i) for i in range(300)), "next")).plan is Plan.KEEP
+    assert Ledger.decode(3) is None and Ledger.decode("junk") is None
+    assert instructions_changed(instructions_digest("be brief"), "be brief") is None
+    assert "system prompt" in (instructions_changed(instructions_digest("a"), "b") or "")
 
 
 # ---------------------------------------------------------------- history seed

@@ -22,6 +22,7 @@ from hermes_codex_runtime.protocol.failures import (
     invalid_configuration,
     login_missing,
 )
+from hermes_codex_runtime.protocol.history import history_items
 from hermes_codex_runtime.protocol.inputs import InputError, plain_text, to_user_input
 from hermes_codex_runtime.protocol.requests import (
     UNUSED_NOTIFICATIONS,
@@ -29,7 +30,9 @@ from hermes_codex_runtime.protocol.requests import (
     compact_start_params,
     sandbox_policy,
     thread_fork_params,
+    thread_inject_items_params,
     thread_resume_params,
+    thread_revert_params,
     thread_settings,
     thread_start_params,
     turn_interrupt_params,
@@ -58,6 +61,7 @@ __all__ = [
     "classify_error_notification",
     "compact_start_params",
     "default_answer",
+    "history_items",
     "invalid_configuration",
     "login_missing",
     "plain_text",
@@ -65,7 +69,9 @@ __all__ = [
     "sandbox_policy",
     "scope_of",
     "thread_fork_params",
+    "thread_inject_items_params",
     "thread_resume_params",
+    "thread_revert_params",
     "thread_settings",
     "thread_start_params",
     "to_user_input",

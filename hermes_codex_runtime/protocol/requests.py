@@ -24,11 +24,14 @@ from hermes_codex_runtime.protocol.schema_types import (
     InitializeParams,
     Personality,
     ReasoningSummary,
+    ResponseItem,
     SandboxMode,
     SandboxPolicy,
     ThreadCompactStartParams,
     ThreadForkParams,
+    ThreadInjectItemsParams,
     ThreadResumeParams,
+    ThreadRevertParams,
     ThreadStartParams,
     TurnInterruptParams,
     TurnStartParams,
@@ -194,8 +197,9 @@ def turn_start_params(
     output_schema: JsonObject | None = None,
     summary: str | None = None,
     client_user_message_id: str | None = None,
+    service_tier: str | None = None,
 ) -> TurnStartParams:
-    """``turn/start`` params."""
+    """``turn/start`` params (``service_tier`` holds for this turn and later ones)."""
     if not input_items:
         raise ValueError("turn/start needs at least one input item")
     if effort is not None and (not isinstance(effort, str) or not effort.strip()):
@@ -212,7 +216,25 @@ def turn_start_params(
         outputSchema=output_schema,
         summary=_choice("summary", summary, SUMMARIES),
         clientUserMessageId=client_user_message_id,
+        serviceTier=service_tier,
     ))
+
+
+def thread_revert_params(thread_id: str, before_turn_id: str) -> ThreadRevertParams:
+    """``thread/revert`` params: the thread's history before ``before_turn_id`` (that turn and
+    every later one dropped from what the model sees; files are not touched)."""
+    if not thread_id or not before_turn_id:
+        raise ValueError("thread/revert needs a thread id and a turn id")
+    return {"threadId": thread_id, "beforeTurnId": before_turn_id}
+
+
+def thread_inject_items_params(thread_id: str,
+                               items: Sequence[ResponseItem]) -> ThreadInjectItemsParams:
+    """``thread/inject_items`` params: Responses API items appended to what the thread's model
+    sees (turns it never ran)."""
+    if not thread_id or not items:
+        raise ValueError("thread/inject_items needs a thread id and at least one item")
+    return {"threadId": thread_id, "items": list(items)}
 
 
 def turn_steer_params(thread_id: str, expected_turn_id: str,

@@ -379,6 +379,14 @@ class ConfigReadParams(TypedDict):
     cwd: NotRequired[str | None]
     includeLayers: NotRequired[bool]
 
+class ThreadRevertParams(TypedDict):
+    beforeTurnId: str
+    threadId: str
+
+class ThreadInjectItemsParams(TypedDict):
+    items: list[Any]
+    threadId: str
+
 class AcceptWithExecpolicyAmendment(TypedDict):
     execpolicy_amendment: list[str]
 

@@ -7,7 +7,8 @@ The rooms:
   in a turn; interrupt, steer and close from any thread;
 * :mod:`.spawn` — the options a session's app-server starts with (or is shared by), and
   :func:`~.spawn.prepare`: what a first session waits for, done ahead of it;
-* :mod:`.thread` — start, resume, the history seed, the config check;
+* :mod:`.thread` — start, resume, mend (:class:`~.thread.Mend`), the history seed, the config
+  check;
 * :mod:`.turn` — :class:`~.turn.TurnDriver`: one turn's loop over the ordered inbound stream;
 * :mod:`.notes` — what each notification does, as a table; :mod:`.recovery` — a turn whose
   ``turn/completed`` never came, completed from codex's record;
@@ -25,6 +26,7 @@ business (:mod:`hermes_codex_runtime.pool`); the values exchanged with the host 
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.session.codex_session import CodexSession
 from hermes_codex_runtime.session.spawn import prepare
+from hermes_codex_runtime.session.thread import Mend
 from hermes_codex_runtime.values import (
     MAX_TIMEOUT,
     ApprovalRequest,
@@ -39,6 +41,7 @@ __all__ = [
     "Cancellation",
     "CodexEvent",
     "CodexSession",
+    "Mend",
     "SessionSettings",
     "TurnResult",
     "prepare",

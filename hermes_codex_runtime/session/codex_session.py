@@ -21,6 +21,7 @@ It knows nothing about any particular host: the runtime passes callables in.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -80,6 +81,9 @@ SeedProvider = Callable[[], str | None]
 #: Runs a host tool; ``None`` (or anything but a ``HostToolOutput``) is a failed call.
 ToolRunner = Callable[[HostToolCall], HostToolOutput | None]
 ConnectionFactory = Callable[[SpawnOptions], AppServerConnection]
+#: The service tier codex takes as "the provider's default" (a ``turn/start`` with it clears
+#: one given before; ``null`` would keep it).
+DEFAULT_TIER = "default"
 
 
 class CodexSession:
@@ -114,6 +118,10 @@ class CodexSession:
         self._stored_endpoint = stored_endpoint
         #: Start on a fork of this thread through this turn (``thread/fork``), instead.
         self._fork_from = fork_from
+        #: The thread this session's thread is a fork of (``None``: not a fork).
+        self.forked_from: str | None = None
+        #: What the thread needs before the next turn (see :meth:`run_turn`).
+        self._mend: thread.Mend | None = None
         #: The session this one replaces (same conversation, changed settings): closed once this
         #: one has its connection — after it, when both share a process, so the thread and the
         #: process carry over; before it otherwise (codex allows one writer per thread).
@@ -125,6 +133,7 @@ class CodexSession:
         self.thread_origin: str | None = None
         self.model: str | None = None  # what codex said it runs the thread on
         self.effort: str | None = None  # the reasoning effort it said it runs it with
+        self._tier: str | None = None  # the service tier the thread runs with (None: unknown)
         self._rollout: str | None = None  # the thread's rollout file, on a local app-server
         self._interrupt = threading.Event()
         self._lock = threading.RLock()
@@ -236,6 +245,7 @@ class CodexSession:
         opened = None
         if source:
             opened = thread.fork(conn, self.settings, self.cwd, source, instructions, walls)
+            self.forked_from = source[0] if opened is not None else None
         elif stored:
             try:
                 opened = thread.resume(conn, self.settings, self.cwd, stored, instructions,
@@ -245,9 +255,16 @@ class CodexSession:
                 raise
         if opened is None:
             opened = thread.start(conn, self.settings, self.cwd, instructions, seed, walls)
+        return self._take(opened)
+
+    def _take(self, opened: thread.Opened) -> str:
+        """The thread codex now runs for the session, as it was opened."""
         self.thread_id, self.thread_origin = opened.thread_id, opened.origin
         self.model = opened.model or self.model
         self.effort = opened.effort or self.effort
+        # a resumed thread may keep a tier from before (codex 0.171 does): not known
+        self._tier = self.settings.service_tier or (
+            DEFAULT_TIER if opened.origin in ("started", "seeded") else None)
         self._rollout = opened.path if self.endpoint is None else None
         return opened.thread_id
 
@@ -338,10 +355,13 @@ class CodexSession:
     # ------------------------------------------------------------------ turns
 
     def run_turn(self, user_input: Any, *, images: Sequence[str] = (),
-                 history_seed: SeedProvider | None = None) -> TurnResult:
-        """Send one user message and drive the turn to its end. Never raises for anything codex
-        or the process does."""
+                 history_seed: SeedProvider | None = None,
+                 mend: thread.Mend | None = None) -> TurnResult:
+        """Send one user message and drive the turn to its end — after ``mend`` is applied to
+        the thread, if it is still the one the session runs (a codex that cannot: a fresh
+        thread, seeded). Never raises for anything codex or the process does."""
         result = TurnResult(submitted_user_text=plain_text(user_input))
+        self._mend = mend
         self._replace_if_gone()
         try:
             items = to_user_input(user_input, base_dir=self.cwd, images=images)
@@ -399,6 +419,7 @@ class CodexSession:
     def _start_or_fail(self, result: TurnResult, seed: SeedProvider | None) -> bool:
         try:
             self.ensure_started(seed)
+            self._apply_mend(seed)
         except (WireError, ValueError, OSError) as exc:
             failure, retire = failure_from(exc, Stage.START, self._stderr_tail())
             result.fail(failure, retire=retire)
@@ -408,6 +429,25 @@ class CodexSession:
         result.model = self.model
         result.endpoint = self.endpoint
         return True
+
+    def _apply_mend(self, seed: SeedProvider | None) -> None:
+        """The pending mend, on the thread it was planned for (or its fork)."""
+        wanted, self._mend = self._mend, None
+        conn, thread_id = self._conn, self.thread_id
+        if wanted is None or conn is None or thread_id is None or \
+                wanted.thread_id not in (thread_id, self.forked_from):
+            return  # nothing to do, or a thread started meanwhile holds the conversation
+
+        def restart() -> thread.Opened:
+            walls = thread_walls(self.settings, endpoint=self.endpoint)
+            self._watched = walls.watched
+            return thread.start(conn, self.settings, self.cwd,
+                                self.developer_instructions or None, seed, walls)
+
+        opened = thread.mend(conn, self.settings,
+                             dataclasses.replace(wanted, thread_id=thread_id), restart)
+        if opened is not None:
+            self._take(opened)
 
     def _start_held(self, result: TurnResult, seed: SeedProvider | None) -> bool:
         """Start (or reuse) the channel and hold it for the turn, so the pool's idle reaper
@@ -435,11 +475,13 @@ class CodexSession:
                     items: list[UserInput]) -> TurnDriver | None:
         at = rollout.mark(self._rollout)  # what codex records of this turn is read from here
         model, effort = self.settings.model, self.settings.effort
+        tier = self.settings.service_tier or DEFAULT_TIER
         try:
             # an override only where it changes the thread: codex sets its turn up anew for one
             reply = cast(TurnStartResponse, thread.request(conn, "turn/start", turn_start_params(
                 thread_id, items, model=model if model != self.model else None,
-                effort=effort if effort != self.effort else None),
+                effort=effort if effort != self.effort else None,
+                service_tier=tier if tier != self._tier else None),
                 self.settings.request_timeout))
         except WireError as exc:
             failure, retire = failure_from(exc, Stage.TURN, self._stderr_tail())
@@ -454,6 +496,7 @@ class CodexSession:
             self.model = result.model = model  # a turn override sticks
         if effort:
             self.effort = effort
+        self._tier = tier
         return self._driver(result, conn, thread_id, turn_id, at)
 
     def _start_compaction(self, result: TurnResult, conn: Channel,

@@ -11,6 +11,11 @@ codex's ``config.toml`` that comes first.
 * **Fork.** A new thread with another thread's history up to a turn (``thread/fork`` with
   ``lastTurnId``), for a host that reruns a turn from the point before it; a thread codex cannot
   fork answers ``None`` (start fresh), as for resume.
+* **Mend.** A thread the host's conversation moved away from (turns undone, retried, edited, or
+  answered by another provider) drops the turns the host no longer has (``thread/revert``) and
+  is given the messages it never saw (``thread/inject_items``), keeping what it holds of the
+  rest (:class:`Mend`, :func:`mend`). A codex that cannot answers an error: the session then
+  starts a fresh thread seeded with the conversation.
 * **Start.** A fresh thread gets the host's system prompt once, as ``developerInstructions``,
   with the host's history seed appended only here.
 * **Login.** A provider that needs an OpenAI login, on a codex home with none, fails the start
@@ -24,6 +29,7 @@ codex's ``config.toml`` that comes first.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -37,10 +43,13 @@ from typing import Any, NoReturn, cast
 from hermes_codex_runtime.pool import Channel
 from hermes_codex_runtime.protocol import (
     account_read_params,
+    history_items,
     invalid_configuration,
     login_missing,
     thread_fork_params,
+    thread_inject_items_params,
     thread_resume_params,
+    thread_revert_params,
     thread_start_params,
 )
 from hermes_codex_runtime.protocol.permissions import ThreadPermissions
@@ -52,6 +61,7 @@ from hermes_codex_runtime.wire import (
     CodexConfigError,
     RequestTimeout,
     ServerError,
+    WireError,
     command_env_policy,
     redact,
 )
@@ -114,7 +124,7 @@ def overrides(settings: SessionSettings, cwd: str, walls: ThreadPermissions) -> 
     return {"cwd": cwd, "model": s.model, "model_provider": s.model_provider,
             "approval_policy": walls.approval_policy or s.approval_policy,
             "approvals_reviewer": s.approvals_reviewer,
-            "sandbox": walls.sandbox, "personality": "none",
+            "sandbox": walls.sandbox, "personality": "none", "service_tier": s.service_tier,
             "config": {**PLAN_TOOL, **(s.config_overrides or {}), **walls.config,
                        "shell_environment_policy":
                        command_env_policy(s.command_env_passthrough)}}
@@ -214,6 +224,42 @@ def fork(conn: Channel, settings: SessionSettings, cwd: str, source: tuple[str, 
         return None
     log.info("codex thread %s forked from %s through turn %s", forked, thread_id, last_turn)
     return Opened(forked, "forked", _model(result), effort=_effort(result))
+
+
+@dataclass(frozen=True, slots=True)
+class Mend:
+    """What the thread ``thread_id`` needs before the host's next turn: the turn ``cut`` and
+    every later one dropped (``None``: none), then the host's messages ``add`` appended."""
+
+    thread_id: str
+    cut: str | None = None
+    add: tuple[Mapping[str, Any], ...] = ()
+
+
+def mend(conn: Channel, settings: SessionSettings, wanted: Mend,
+         restart: Callable[[], Opened]) -> Opened | None:
+    """Apply ``wanted`` to its thread; ``None`` once done. A codex that cannot (it answers an
+    error) leaves that thread for ``restart()``'s — a fresh one seeded with the conversation —,
+    which is returned."""
+    items = history_items(wanted.add)
+    try:
+        if wanted.cut is not None:
+            request(conn, "thread/revert", thread_revert_params(wanted.thread_id, wanted.cut),
+                    settings.request_timeout)
+        if items:
+            request(conn, "thread/inject_items",
+                    thread_inject_items_params(wanted.thread_id, items), settings.request_timeout)
+    except ServerError as exc:
+        log.warning("codex could not mend thread %s (%s); starting a fresh thread seeded with "
+                    "the conversation", wanted.thread_id, exc.message)
+        with contextlib.suppress(WireError):
+            conn.request("thread/unsubscribe", {"threadId": wanted.thread_id},
+                         timeout=settings.control_timeout)
+        return restart()
+    log.info("codex thread %s mended:%s%s", wanted.thread_id,
+             f" turns from {wanted.cut} dropped" if wanted.cut else "",
+             f" {len(items)} item(s) of the host's conversation added" if items else "")
+    return None
 
 
 def start(conn: Channel, settings: SessionSettings, cwd: str, instructions: str | None,

@@ -34,7 +34,8 @@ JsonObject = dict[str, Any]
 #: Client requests the runtime sends (their params, and the results it reads of those in READ).
 SENT = ("initialize", "thread/start", "thread/resume", "thread/fork", "turn/start", "turn/steer",
         "turn/interrupt", "thread/compact/start", "thread/read", "thread/turns/list",
-        "thread/unsubscribe", "account/read", "config/read")
+        "thread/unsubscribe", "account/read", "config/read", "thread/revert",
+        "thread/inject_items")
 #: Requests whose result the runtime reads.
 READ = ("initialize", "thread/start", "turn/start", "turn/steer", "thread/read",
         "thread/turns/list", "thread/unsubscribe")

@@ -46,7 +46,8 @@ Keys (all optional):
   ends it at once. A session of a surface that runs once ends with its run (:mod:`..turn.lifetime`).
 
 A value of the wrong type is a :class:`SettingError` naming the key and the fix — never a crash
-deep inside a turn.
+deep inside a turn. What a turn takes from the agent rather than from config.yaml — the
+service tier ``/fast`` chose (:func:`service_tier`) — is read on every turn.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.hermes.symbols.probe import symbol
+from hermes_codex_runtime.hermes.symbols.probe import present, swallowed, symbol
 from hermes_codex_runtime.pool import PER_SESSION, SHARED, EndpointSpec, Placement, PoolLimits
 
 RUNTIME_VALUE = "codex_app_server"
@@ -439,6 +440,36 @@ def sandbox_for_security_mode(config: dict[str, Any]) -> str | None:
         terminal = tools.get("terminal") if isinstance(tools, dict) else None
         mode = terminal.get("security_mode") if isinstance(terminal, dict) else None
     return SECURITY_MODE_SANDBOX.get(str(mode).strip().lower()) if mode else None
+
+
+#: Hermes' service tiers → codex's ``turn/start.serviceTier`` (codex sends ``priority`` for its
+#: own ``fast``). A tier codex has no word for (the 0.22 line's ``ultrafast``; ``auto``/``cold``
+#: are windows, resolved to ``priority`` or nothing per request) is not sent.
+CODEX_SERVICE_TIERS = {"priority": "priority", "fast": "priority", "flex": "flex"}
+
+
+def service_tier(agent: Any) -> str | None:
+    """The service tier Hermes' own loop would request for ``agent``'s next request, as codex
+    takes it (``None``: the provider's default). Hermes puts the tier in the request from its
+    request overrides: ``agent.fast_mode.effective_request_overrides(agent)`` where the host has
+    it (the 0.22 line: ``/fast auto``/``cold`` windows), else ``agent.request_overrides`` (which
+    ``/fast`` fills per model, e.g. none for a ``*-codex`` model on 0.19.0); an agent with
+    neither gives its ``service_tier``. Never raises."""
+    overrides: Any = None
+    if present("agent.fast_mode", "effective_request_overrides"):
+        effective = symbol("agent.fast_mode", "effective_request_overrides")
+        try:
+            overrides = effective(agent)
+        except Exception:
+            swallowed("reading the /fast window")
+    if not isinstance(overrides, Mapping):
+        overrides = getattr(agent, "request_overrides", None)
+    if isinstance(overrides, Mapping):
+        tier = overrides.get("service_tier")
+    else:
+        tier = None if hasattr(agent, "request_overrides") else getattr(agent, "service_tier",
+                                                                        None)
+    return CODEX_SERVICE_TIERS.get(tier.strip().lower()) if isinstance(tier, str) else None
 
 
 def _names(model: Mapping[str, Any], key: str) -> tuple[str, ...]:

@@ -30,9 +30,31 @@ SEAM_SYMBOLS: tuple[HostSymbol, ...] = (
                required=True,
                when_missing='the seam is never reached'),
     HostSymbol('hermes_cli.runtime_provider', 'resolve_runtime_provider',
-               'activation of `model.openai_runtime` on every path (wrapped)',
+               'activation of `model.openai_runtime` on every path (wrapped); a runtime it '
+               'issued is recognised when the CLI hands it back as explicit credentials '
+               '(every message after `/model`)',
                required=True,
                when_missing="only Hermes' own activation (credential pool) works"),
+    HostSymbol('hermes_cli.runtime_provider', '_maybe_apply_codex_app_server_runtime',
+               "wrapped: Hermes' own `model.openai_runtime` rule, kept for the providers the "
+               "plugin runs on codex; any other (the 0.22 line's named custom providers) keeps "
+               "its own route's api_mode",
+               required=False,
+               when_missing="Hermes' own rule: on the 0.22 line a named custom provider's turns "
+               "go to codex's configured provider, with that provider's model name"),
+    HostSymbol('hermes_cli.model_switch', 'switch_model',
+               "wrapped: a `/model` switch (CLI, gateway, `/new`'s reset) resolves its target "
+               'as the session\'s provider — a codex provider lands on `codex_app_server`, also '
+               'on an api.openai.com route, where 0.19.0 mandates `codex_responses`',
+               required=False,
+               when_missing="a switch to another codex provider, or on an api.openai.com "
+               "route, goes Hermes' way (the gateway keeps it; the CLI returns to codex on its "
+               'next message)'),
+    HostSymbol('cli', 'HermesCLI._handle_model_switch',
+               'tests only: `/model` in a running session, then its next message '
+               '(`HermesCLI.chat`, `new_session`)',
+               required=False,
+               when_missing='tests fail loudly'),
     HostSymbol('hermes_cli.codex_runtime_switch', 'apply',
                "`/codex-runtime` (CLI and gateway): replaced — the plugin's codex, codex's "
                "config.toml untouched, \"from your next message\"",

@@ -28,7 +28,11 @@ from hermes_codex_runtime.hermes.config.model_names import (
     foreign_model_problem,
     foreign_vendor,
 )
-from hermes_codex_runtime.hermes.config.settings import SettingError, model_section
+from hermes_codex_runtime.hermes.config.settings import (
+    SettingError,
+    model_section,
+    service_tier,
+)
 from hermes_codex_runtime.hermes.config.standing import Standing, standing
 from hermes_codex_runtime.hermes.turn import binding, instructions, review
 from hermes_codex_runtime.hermes.turn.accounting import record_compaction, record_usage
@@ -68,7 +72,9 @@ class HermesHost:
             approval_policy="never" if review_fork else "on-request",
             host_tools=review.host_tools(agent) if offer is None else offer.tools,
             config_overrides=_thread_config(agent, offer),
-            effort=codex_effort(getattr(agent, "reasoning_config", None)))
+            effort=codex_effort(getattr(agent, "reasoning_config", None)),
+            service_tier=service_tier(agent),
+            conversation=getattr(agent, "session_id", None))
 
     @hookimpl
     def codex_developer_instructions(self, agent: Any) -> str | None:
@@ -87,9 +93,9 @@ class HermesHost:
 
     @hookimpl
     def codex_thread_bound(self, agent: Any, thread_id: str, endpoint: str | None,
-                           instructions: str, turns: int | None) -> None:
+                           instructions: str, conversation: str | None) -> None:
         """Persist the binding with the session and in the plugin's own file."""
-        binding.bind_thread(agent, thread_id, endpoint, instructions, turns)
+        binding.bind_thread(agent, thread_id, endpoint, instructions, conversation)
 
     # ------------------------------------------------------------------ approvals & progress
 

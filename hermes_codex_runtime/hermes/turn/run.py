@@ -6,7 +6,8 @@ saved, counters bumped, the system prompt composed, ``pre_llm_call`` fired) when
 :class:`~hermes_codex_runtime.runtime.CodexRuntime` (:mod:`.runtime`) with the turn's
 :class:`~.state.TurnState` as its context — the hooks (:mod:`.hooks`) do the accounting, the
 epilogue and the fallback — and returns the chat-completions result shape, plus
-``codex_thread_id``/``codex_turn_id`` and ``agent_persisted``. For the turn's length, Hermes'
+``codex_thread_id``/``codex_turn_id`` and ``agent_persisted``. Before codex starts, the
+workspace is checkpointed for ``/rollback`` (:mod:`.checkpoints`). For the turn's length, Hermes'
 interrupt reaches codex through ``_active_request_abort`` (:mod:`.controls`); an agent that runs
 once (:mod:`.lifetime`) has its codex session closed when the turn ends. It never raises: a
 failure is a partial result that says how to get going again.
@@ -19,7 +20,7 @@ from typing import Any
 
 from hermes_codex_runtime.hermes.approvals import decide
 from hermes_codex_runtime.hermes.notify import take_undelivered
-from hermes_codex_runtime.hermes.turn import controls
+from hermes_codex_runtime.hermes.turn import checkpoints, controls
 from hermes_codex_runtime.hermes.turn.fallback import has_fallback
 from hermes_codex_runtime.hermes.turn.lifetime import ends_with_run
 from hermes_codex_runtime.hermes.turn.runtime import (
@@ -164,6 +165,7 @@ def _run_turn(agent: Any, state: TurnState) -> dict[str, Any]:
             user_message = f"{user_message}\n\n{steer}"
         elif steer is not None:
             controls.restore_pending_steer(agent, steer)  # not a text turn: keep it for later
+        checkpoints.before_turn(agent, state.effective_task_id)  # what /rollback restores
         turn = runtime.run_turn(agent, user_message, history, context=TurnContext(host=state))
         if ends_with_run(agent):
             runtime.close(agent)  # the run is over: its session with it, the process kept warm
