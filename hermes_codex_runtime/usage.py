@@ -4,6 +4,12 @@ codex reports ``thread/tokenUsage/updated{tokenUsage{last, total, modelContextWi
 model response. Its ``inputTokens`` INCLUDES cached (and cache-write) tokens; the uncached share is
 the difference. Double counting cached tokens is the most reported accounting bug in every host,
 so nothing outside this module does arithmetic on raw breakdowns.
+
+Not every report is a model response. When codex compacts a thread (``thread/compact/start``, or
+on its own before a turn) it first restates the thread's usage as it stood, then reports the
+compaction's request, then the compacted context: a ``last`` of ``totalTokens`` alone
+(``inputTokens`` 0), the thread's ``total`` unchanged (codex 0.163 and 0.171 alike). A turn's
+usage counts the responses only; the compacted context is what its prompt now holds.
 """
 
 from __future__ import annotations
@@ -64,6 +70,26 @@ class TokenUsage:
         """The whole prompt as chat-completions hosts count it (cached included, once)."""
         return self.input_tokens
 
+    @property
+    def is_compacted_context(self) -> bool:
+        """True for codex's report of a compacted context: its size as ``totalTokens`` alone."""
+        return not self.input_tokens and not self.output_tokens and self.total_tokens > 0
+
+    def less(self, share: TokenUsage) -> TokenUsage:
+        """This usage without ``share`` (a part of it booked elsewhere): never below 0, cached
+        and cache-write tokens still inside input."""
+        input_tokens = max(0, self.input_tokens - share.input_tokens)
+        cached = min(max(0, self.cached_tokens - share.cached_tokens), input_tokens)
+        return TokenUsage(
+            input_tokens=input_tokens,
+            cached_tokens=cached,
+            cache_write_tokens=min(max(0, self.cache_write_tokens - share.cache_write_tokens),
+                                   input_tokens - cached),
+            output_tokens=max(0, self.output_tokens - share.output_tokens),
+            reasoning_tokens=max(0, self.reasoning_tokens - share.reasoning_tokens),
+            total_tokens=max(0, self.total_tokens - share.total_tokens),
+        )
+
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.input_tokens + other.input_tokens,
@@ -89,41 +115,63 @@ class UsageReport:
     model: str | None = None  # the model codex ran (from thread/start or thread/resume)
 
     @property
+    def context(self) -> TokenUsage:
+        """The thread's prompt as it stands: the last response's usage, or after a compaction
+        the compacted context (uncached input: codex reports its size alone)."""
+        last = self.last
+        if last.is_compacted_context:
+            return TokenUsage(input_tokens=last.total_tokens, total_tokens=last.total_tokens)
+        return last
+
+    @property
     def context_used_fraction(self) -> float | None:
-        """How full the window is with the last prompt, 0..1 (``None`` without a window)."""
+        """How full the window is with the thread's prompt, 0..1 (``None`` without a window)."""
         if not self.context_window:
             return None
-        return min(1.0, self.last.prompt_tokens / self.context_window)
+        return min(1.0, self.context.prompt_tokens / self.context_window)
 
 
 class UsageAccumulator:
-    """Folds the ``thread/tokenUsage/updated`` notifications of one turn into a report."""
+    """Folds the ``thread/tokenUsage/updated`` notifications of one turn into a report: a
+    response is a report that advanced the thread's total; the first of a turn counts unless
+    it is the restatement that opens a compaction (it is followed by the compaction's response,
+    then the compacted context)."""
 
-    __slots__ = ("_last", "_responses", "_total", "_turn", "_window")
+    __slots__ = ("_reports", "_window")
 
     def __init__(self) -> None:
-        self._turn = TokenUsage()
-        self._last: TokenUsage | None = None
-        self._total = TokenUsage()
+        self._reports: list[tuple[TokenUsage, TokenUsage]] = []  # (last, total) in order
         self._window: int | None = None
-        self._responses = 0
 
     def add(self, params: Mapping[str, Any]) -> None:
         """Fold one notification's params in."""
         usage = params.get("tokenUsage")
         if not isinstance(usage, Mapping):
             return
-        last = TokenUsage.from_breakdown(usage.get("last"))
-        self._last = last
-        self._turn = self._turn + last
-        self._total = TokenUsage.from_breakdown(usage.get("total"))
+        self._reports.append((TokenUsage.from_breakdown(usage.get("last")),
+                              TokenUsage.from_breakdown(usage.get("total"))))
         window = usage.get("modelContextWindow")
         if isinstance(window, int) and not isinstance(window, bool) and window > 0:
             self._window = window
-        self._responses += 1
 
     def report(self) -> UsageReport | None:
         """The turn's report, or ``None`` when codex reported no usage."""
-        if self._last is None:
+        if not self._reports:
             return None
-        return UsageReport(self._turn, self._last, self._total, self._window, self._responses)
+        responses = [last for index, (last, _) in enumerate(self._reports)
+                     if self._is_response(index)]
+        last, total = self._reports[-1]
+        return UsageReport(sum(responses, TokenUsage()), last, total, self._window,
+                           len(responses))
+
+    def _is_response(self, index: int) -> bool:
+        if index:
+            return self._advanced(index)
+        reports = self._reports
+        return not (len(reports) > 2 and self._advanced(1) and not self._advanced(2)
+                    and reports[2][0].is_compacted_context)
+
+    def _advanced(self, index: int) -> bool:
+        """Whether the thread's total moved (a codex reporting none: every report counts)."""
+        total = self._reports[index][1].total_tokens
+        return not total or total != self._reports[index - 1][1].total_tokens

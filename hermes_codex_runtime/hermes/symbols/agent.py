@@ -231,6 +231,13 @@ AGENT_SYMBOLS: tuple[HostSymbol, ...] = (
                "`request_interrupt`, so an interrupt reaches codex once)",
                required=False, checked=False,
                when_missing='`/compress` falls back to Hermes\' summary compression'),
+    HostSymbol('agent.codex_runtime', '_record_codex_app_server_usage',
+               "books a compaction's `token_usage_last` (one API call) and sets the "
+               'compressor and usage anchor from it: `compact_thread` hands it the compacted '
+               'context, so Hermes sees the compaction shrink the session, and books the rest',
+               required=False,
+               when_missing='the plugin books the whole compaction; Hermes re-estimates its '
+               'transcript (the 0.22 line refuses an over-window turn)'),
     HostSymbol('run_agent', 'AIAgent().api_mode',
                'is this agent on codex (`/steer`, the review route, `/codex-status`)',
                required=True, when_missing='the plugin does not act'),

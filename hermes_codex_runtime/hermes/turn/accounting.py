@@ -14,16 +14,21 @@ import sqlite3
 from typing import Any
 
 from hermes_codex_runtime.hermes.symbols.probe import present, swallowed, symbol
-from hermes_codex_runtime.usage import UsageReport
+from hermes_codex_runtime.usage import TokenUsage, UsageReport
 from hermes_codex_runtime.values import TurnResult
 
 log = logging.getLogger("hermes_codex_runtime.hermes")
 
 
-def record_usage(agent: Any, usage: UsageReport) -> None:
-    """Add one turn's usage to the agent's counters, compressor, cost and session DB."""
-    turn, last = usage.turn, usage.last
-    agent.session_api_calls = getattr(agent, "session_api_calls", 0) + max(1, usage.responses)
+def record_usage(agent: Any, usage: UsageReport, *, booked_by_host: TokenUsage | None = None) \
+        -> None:
+    """Add one turn's usage to the agent's counters, compressor, cost and session DB — less
+    ``booked_by_host``, a share of it (one API call) that Hermes books itself."""
+    turn, context = usage.turn, usage.context
+    calls = max(1, usage.responses)
+    if booked_by_host is not None:
+        turn, calls = turn.less(booked_by_host), calls - 1
+    agent.session_api_calls = getattr(agent, "session_api_calls", 0) + calls
     prompt = turn.prompt_tokens
     uncached = turn.uncached_input_tokens
     agent.session_prompt_tokens = getattr(agent, "session_prompt_tokens", 0) + prompt
@@ -44,11 +49,12 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
             if usage.context_window and configured_window(agent) is None:
                 adopt_window(compressor, usage.context_window)
             compressor.update_from_response({
-                "prompt_tokens": last.prompt_tokens, "completion_tokens": last.output_tokens,
-                "total_tokens": last.total_tokens, "input_tokens": last.uncached_input_tokens,
-                "output_tokens": last.output_tokens, "cache_read_tokens": last.cached_tokens,
-                "cache_write_tokens": last.cache_write_tokens,
-                "reasoning_tokens": last.reasoning_tokens})
+                "prompt_tokens": context.prompt_tokens, "completion_tokens": context.output_tokens,
+                "total_tokens": context.total_tokens,
+                "input_tokens": context.uncached_input_tokens,
+                "output_tokens": context.output_tokens, "cache_read_tokens": context.cached_tokens,
+                "cache_write_tokens": context.cache_write_tokens,
+                "reasoning_tokens": context.reasoning_tokens})
         except Exception:
             swallowed("updating the context compressor")
     amount = None
@@ -61,7 +67,7 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
             canonical = canonical_cls(
                 input_tokens=uncached, output_tokens=turn.output_tokens,
                 cache_read_tokens=turn.cached_tokens, cache_write_tokens=turn.cache_write_tokens,
-                reasoning_tokens=turn.reasoning_tokens, request_count=max(1, usage.responses))
+                reasoning_tokens=turn.reasoning_tokens, request_count=calls)
             cost = estimate(model, canonical,
                             provider=getattr(agent, "provider", None),
                             base_url=getattr(agent, "base_url", None),
@@ -92,7 +98,7 @@ def record_usage(agent: Any, usage: UsageReport) -> None:
                 billing_mode="subscription_included"
                 if getattr(agent, "session_cost_status", None) == "included" else None,
                 model=model or None,
-                api_call_count=max(1, usage.responses))
+                api_call_count=calls)
             if usage.model and usage.model != getattr(agent, "model", None):
                 _record_session_model(db, session_id, usage.model)
         except Exception:
@@ -134,7 +140,7 @@ def anchor_usage(agent: Any, usage: UsageReport | None, messages: list[Any]) -> 
     ``agent.usage_anchor``): Hermes estimates the next request as that plus what was appended
     since, and keeps the anchor with the session, so a resumed session's compression decisions
     rest on real usage (without it, the 0.22 line defers compression a whole turn)."""
-    if usage is None or usage.last.prompt_tokens <= 0 or \
+    if usage is None or usage.context.prompt_tokens <= 0 or \
             not present("agent.usage_anchor", "set_usage_anchor"):
         return  # 0.19.0 has no anchor: it estimates from the transcript, nothing to keep
     capture = symbol("agent.usage_anchor", "capture_usage_anchor",
@@ -144,7 +150,7 @@ def anchor_usage(agent: Any, usage: UsageReport | None, messages: list[Any]) -> 
     if not callable(capture) or not callable(install):
         return
     try:
-        anchor = capture(usage.last.prompt_tokens, usage.last.output_tokens, messages)
+        anchor = capture(usage.context.prompt_tokens, usage.context.output_tokens, messages)
         if anchor is not None:
             install(agent, anchor)
     except Exception:

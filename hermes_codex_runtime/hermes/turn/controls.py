@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+from hermes_codex_runtime.hermes.symbols.probe import present
 from hermes_codex_runtime.hermes.turn import binding
 from hermes_codex_runtime.hermes.turn.accounting import record_usage
 from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
@@ -119,21 +120,39 @@ class CodexSessionHandle:
         self._agent_ref = weakref.ref(agent)
 
     def compact_thread(self, **_: Any) -> Any:
-        """codex's own compaction of the thread, as Hermes' compression path expects it."""
+        """codex's own compaction of the thread, as Hermes' compression path expects it.
+
+        Hermes books the ``token_usage_last`` of a compaction that succeeded (one API call),
+        sets its compressor from it and anchors its next estimate on it: that is how it sees
+        the compaction shrink the session — without it, it re-estimates its own transcript,
+        which a codex compaction leaves as it was, and refuses an over-window turn. So the
+        compacted context goes there (codex reports its size as ``totalTokens`` alone), and
+        the rest of what the compaction cost is booked here: cached tokens counted once."""
         agent = self._agent_ref()
         if agent is None:
             return SimpleNamespace(should_retire=False, interrupted=False, compacted=False,
                                    error="the agent is gone", thread_id=None, turn_id=None,
                                    token_usage_last=None, model_context_window=None)
         turn = shared_runtime().compact(agent, report=False)
-        if turn.usage is not None:
-            record_usage(agent, turn.usage)
+        usage = turn.usage
+        handed = usage.context if usage is not None and usage.last.is_compacted_context and \
+            turn.error is None and not turn.interrupted and \
+            present("agent.codex_runtime", "_record_codex_app_server_usage") else None
+        if usage is not None:
+            record_usage(agent, usage, booked_by_host=handed)
+        compressor = getattr(agent, "context_compressor", None)
+        window = getattr(compressor, "context_length", None)  # the user's, else codex's
         return SimpleNamespace(
             should_retire=turn.should_retire, interrupted=turn.interrupted,
             compacted=turn.compacted, error=turn.error, thread_id=turn.thread_id,
             turn_id=turn.turn_id,
-            token_usage_last=None,  # recorded above, cached tokens counted once
-            model_context_window=turn.model_context_window)
+            token_usage_last=None if handed is None else {
+                "inputTokens": handed.input_tokens, "cachedInputTokens": handed.cached_tokens,
+                "outputTokens": handed.output_tokens,
+                "reasoningOutputTokens": handed.reasoning_tokens,
+                "totalTokens": handed.total_tokens},
+            model_context_window=window if isinstance(window, int) and window > 0
+            else turn.model_context_window)
 
     def request_steer(self, text: str) -> bool:
         """Steer the agent's codex turn; True when codex took it."""
