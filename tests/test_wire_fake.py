@@ -478,3 +478,22 @@ def test_what_a_codex_that_dies_by_itself_started_is_reaped_when_it_dies(fake_co
         assert not conn.is_alive()
     finally:
         conn.close(grace=0.5)
+
+
+@pytest.mark.parametrize("script", ["#!/bin/sh\nexit 127\n",
+                                    "#!/bin/sh\necho 'sh: node: not found' >&2\nexit 127\n"],
+                         ids=["silent", "not-found"])
+def test_a_binary_that_cannot_run_codex_is_named_with_the_setting_to_fix(tmp_path, script):
+    """A wrapper that prints nothing and exits 127 (or says what it could not find): the error
+    names the binary, says what it printed, and is the binary's to fix — not codex's."""
+    from hermes_codex_runtime.wire import AppServerConnection, CodexBinaryError, SpawnOptions
+
+    wrapper = tmp_path / "codex"
+    wrapper.write_text(script)
+    wrapper.chmod(0o755)
+    with pytest.raises(CodexBinaryError) as info:
+        AppServerConnection.spawn(SpawnOptions(codex_bin=str(wrapper), codex_home=str(tmp_path)))
+    message = str(info.value)
+    assert str(wrapper) in message and "exit code 127" in message
+    assert "$CODEX_BIN" in message and "--version" in message
+    assert ("printed nothing" in message) == ("not found" not in script)

@@ -73,6 +73,9 @@ log = logging.getLogger(__name__)
 STDERR_TAIL_LINES = 500
 STDERR_LINE_MAX = 4096
 EXIT_SETTLE = 0.2
+#: A shell's exit codes for a command it could not run (not executable / not found): what a
+#: broken wrapper around codex exits with.
+NOT_RUNNABLE = frozenset({126, 127})
 CLIENT_NAME = "hermes-codex-runtime"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -157,9 +160,9 @@ class AppServerConnection(JsonRpcConnection):
         if process is not None:
             self._stderr_reader = threading.Thread(
                 target=self._read_stderr, name=f"codex-stderr-{label}", daemon=True)
-        self._reader.start()
         if self._stderr_reader is not None:
-            self._stderr_reader.start()
+            self._stderr_reader.start()  # first: the stdout reader joins it when codex exits
+        self._reader.start()
 
     # ------------------------------------------------------------------ start-up
 
@@ -242,8 +245,18 @@ class AppServerConnection(JsonRpcConnection):
         try:
             result = cast(InitializeResponse, self.request("initialize", params, timeout=timeout))
         except TransportClosed as exc:
+            code, tail = self._ended()
+            if self._proc is not None and (not tail or code in NOT_RUNNABLE):
+                # nothing of codex's own ran: the binary itself (a broken wrapper, a missing
+                # interpreter, a file that is not codex) is what needs fixing
+                path = self.binary.path if self.binary else "codex"
+                said = "printed nothing" if not tail else "printed: " + " | ".join(tail)
+                raise CodexBinaryError(
+                    f"The codex binary {path} exited during start-up (exit code {code}) and "
+                    f"{said}.", f"Check that `{path} --version` runs, or point the codex "
+                    "binary setting / $CODEX_BIN at a working codex.") from exc
             raise TransportClosed(
-                f"codex app-server exited during start-up (exit code {self.returncode}). "
+                f"codex app-server exited during start-up (exit code {code}). "
                 f"{self._tail_hint()}"
             ) from exc
         user_agent = str(result.get("userAgent", ""))
@@ -382,6 +395,18 @@ class AppServerConnection(JsonRpcConnection):
         """The last ``lines`` lines codex wrote to stderr, ANSI colours stripped, redacted."""
         tail = list(self._stderr)[-lines:] if lines > 0 else []
         return [redact(_ANSI.sub("", line)) for line in tail]
+
+    def _ended(self, wait: float = 1.0) -> tuple[int | None, list[str]]:
+        """The exit code of a child that closed its output, and its last stderr lines, once it
+        has exited and its stderr is read (waiting up to ``wait`` seconds for both)."""
+        if self._proc is None:
+            return None, self.stderr_tail(8)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=wait)
+        reader = getattr(self, "_stderr_reader", None)
+        if reader is not None:
+            reader.join(timeout=wait)
+        return self._proc.poll(), self.stderr_tail(8)
 
     def _tail_hint(self, lines: int = 8) -> str:
         tail = self.stderr_tail(lines)
