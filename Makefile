@@ -74,6 +74,16 @@ cells-022:
 	@$(MAKE) --no-print-directory test-022
 	@$(MAKE) --no-print-directory test-cross-022
 
+# The quick loop (README, Development): the tests that need no codex binary and no Hermes, on two
+# workers; and the tests of one area (a part of their file names) on one cell.
+quick: setup
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not real_codex and not real_hermes"
+AREA ?= session
+CELL ?= 019
+area: setup $(if $(filter 022,$(CELL)),setup-022 codex-npm)
+	$(if $(filter 022,$(CELL)),CODEX_BIN="$$($(CODEX_NPM_FIND))" $(PY022),$(PY)) \
+	  -m pytest -q -p no:cacheprovider $(wildcard tests/test_*$(AREA)*.py)
+
 # hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
 test-019: setup wheelhouse-019
 	@echo "== hermes-agent 0.19.0 x codex 0.163.0: the whole suite"
