@@ -105,7 +105,12 @@ def test_a_switch_to_another_provider_goes_there_and_back_returns_to_codex(sessi
     assert away["answer"] == "the other provider answers"
 
     session.switch("/model mock-model --provider openai-codex")
-    _on_codex(session.say("back on codex?"), "mock-model", "codex again")
+    back = session.say("back on codex?")
+    _on_codex(back, "mock-model", "codex again")
+    # the turn the other provider answered reaches codex, once, in its place
+    seen = json.dumps(back["codex"][0]["input"])
+    assert seen.count("over there?") == 1 and seen.count("the other provider answers") == 1
+    assert seen.index("codex before") < seen.index("over there?") < seen.index("back on codex?")
 
 
 def test_new_after_a_session_only_switch_runs_the_configured_model_on_codex(session, hermes):
