@@ -14,7 +14,7 @@ PY       = $(VENV)/bin/python
 STAMP    = $(VENV)/.installed-test
 
 .PHONY: setup setup-022 tools demo test test-019 test-022 test-cross test-cross-019 test-cross-022 \
-        cells-019 cells-022 test-per-session lint bench \
+        cells-019 cells-022 test-per-session lint bench quick area \
         soak soak-gateway profile-turn profile-fleet clean dist wheelhouse-019 wheelhouse-022 \
         compat-manifest codex-npm
 
@@ -109,7 +109,7 @@ CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes
               tests/test_hermes_failures.py tests/test_hermes_steer.py \
               tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
               tests/test_walls_real.py tests/test_walls_shared.py tests/test_hermes_tools.py \
-              tests/test_hermes_tools_e2e.py
+              tests/test_hermes_tools_e2e.py tests/test_tmux_session_commands.py
 test-cross: test-cross-019 test-cross-022
 test-cross-019: setup codex-npm
 	@echo "== hermes-agent 0.19.0 x codex 0.171.0: $(CROSS_TESTS)"
