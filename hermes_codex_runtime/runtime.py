@@ -302,7 +302,8 @@ class CodexRuntime:
                          verdict.why or "a new thread", ", seeded" if history else "")
             live.close()
             record.last_thread = None
-        if binding is None and (live is None or moved):
+        fresh_here = live is not None and not moved and verdict.plan is Plan.FRESH
+        if binding is None and not fresh_here:
             binding = (None if moved else record.last_thread) or self._ask(
                 "codex_stored_thread", Binding, agent=agent, context=context)
             if binding is not None and self._release_thread(binding.thread_id, key,
