@@ -54,7 +54,7 @@ def test_undo_retry_and_new_give_the_model_what_hermes_holds(tmp_path, codex_bin
     home = tmp_path / "hermes-home"
     write_hermes_home(home, base_config(codex_home=str(codex_home)))
     for answer in ("ANSWER-ONE", "ANSWER-TWO", "ANSWER-THREE", "ANSWER-RETRIED",
-                   "ANSWER-FRESH", "ANSWER-THOUGHT", "ANSWER-ARR"):
+                   "ANSWER-FRESH", "ANSWER-THOUGHT", "ANSWER-ARR", "ANSWER-BRANCHED"):
         mock_provider.enqueue(mp.text(answer))
     tmux = Tmux([HERMES, "chat"], hermes_env(home), tmp_path)
     try:
@@ -81,6 +81,10 @@ def test_undo_retry_and_new_give_the_model_what_hermes_holds(tmp_path, codex_bin
         tmux.say("SAY-ARR")
         tmux.wait_for("ANSWER-ARR")
         pirate = mock_provider.requests[-1]
+        _command(tmux, "/branch", "⚙️  /branch")
+        tmux.say("SAY-BRANCHED")
+        tmux.wait_for("ANSWER-BRANCHED")
+        branched = _received(mock_provider)
         tmux.keys("/exit", "Enter")
     finally:
         tmux.close()
@@ -95,5 +99,10 @@ def test_undo_retry_and_new_give_the_model_what_hermes_holds(tmp_path, codex_bin
     assert (thought.get("reasoning") or {}).get("effort") == "high"
     assert "Captain Hermes" in json.dumps(pirate)
     assert "SAY-THINK" in json.dumps(pirate) and _received(mock_provider).count("SAY-ARR") == 1
+    # a branch goes on from the conversation it came from (a fork of its thread): once
+    assert branched.count("SAY-ARR") == 1 and branched.count("ANSWER-ARR") == 1
+    assert branched.count("SAY-BRANCHED") == 1
+    log = (home / "logs" / "agent.log").read_text()
+    assert "forked from" in log, log[-3000:]
     # codex's own operations, not a thread seeded with the conversation
     assert not any("already happened" in t for t in undone + retried)
