@@ -34,7 +34,11 @@ from hermes_codex_runtime.wire import (
     redact,
     resolve_codex_binary,
 )
-from hermes_codex_runtime.wire.binary import SETTING_LABEL, tested_note
+from hermes_codex_runtime.wire.binary import (
+    SETTING_LABEL,
+    TESTED_CODEX_VERSIONS,
+    tested_note,
+)
 from hermes_codex_runtime.wire.codex_config import codex_home_path, required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -93,8 +97,14 @@ def check_binary(setting: str | None, wording: Wording = Wording()) -> tuple[Che
         if own and "Install codex" not in own:  # a fix for THIS problem (e.g. chmod +x)
             fix = f"{own} {fix}"
         return Check("codex binary", FAIL, problem, fix), None
-    return Check("codex binary", OK, f"{binary.path} (from {binary.source}): codex "
-                 f"{'.'.join(map(str, version))}, {tested_note(version)}"), binary
+    detail = (f"{binary.path} (from {binary.source}): codex {'.'.join(map(str, version))}, "
+              f"{tested_note(version)}")
+    if version in TESTED_CODEX_VERSIONS:
+        return Check("codex binary", OK, detail), binary
+    # it runs, but nobody ran this project's tests on it: said, and counted, as a warning
+    return Check("codex binary", WARN, detail,
+                 f"It may work; a tested codex is `{wording.install_codex}`, or point "
+                 f"{wording.binary_setting} at one."), binary
 
 
 def check_codex_home(setting: str | None, wording: Wording = Wording()) -> Check:

@@ -205,3 +205,18 @@ def test_remote_app_servers_are_checked_and_no_local_codex_is_needed(tmp_path, c
     assert "CODEX_HOME" not in checks and "codex login" not in checks
     assert checks["app-server"]["status"] == "ok" and east.url in checks["app-server"]["detail"]
     assert east.token not in json.dumps(checks)
+
+
+def test_a_codex_the_suite_never_ran_on_is_a_warning_naming_the_tested_ones(setup, fake_codex):
+    """A codex that runs but is not one of the tested versions (say the newest on PyPI after an
+    upgrade) is a warning, counted as one, with the tested versions and how to get one."""
+    home, codex_home = setup
+    fake_codex.set_scenario({"version": "0.169.0"})
+    from hermes_env import write_config
+
+    write_config(home, base_config(codex_home=str(codex_home), codex_bin=fake_codex.path))
+    _, checks = doctor(home)
+    binary = checks["codex binary"]
+    assert binary["status"] == "warn"
+    assert "0.169.0" in binary["detail"] and "tested: 0.163.0, 0.171.0" in binary["detail"]
+    assert "pip install openai-codex-cli-bin" in binary["fix"]

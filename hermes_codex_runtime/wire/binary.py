@@ -28,8 +28,8 @@ def tested_note(version: tuple[int, int, int]) -> str:
     if version in TESTED_CODEX_VERSIONS:
         return f"a tested version (tested: {tested})"
     if version > max(TESTED_CODEX_VERSIONS):
-        return f"newer than the tested versions ({tested})"
-    return f"not one of the tested versions ({tested})"
+        return f"newer than the tested versions (tested: {tested})"
+    return f"not one of the tested versions (tested: {tested})"
 
 #: Host-neutral: a host adds where ITS setting lives (its adapter names its own key).
 INSTALL_HINT = (
