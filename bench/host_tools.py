@@ -39,12 +39,18 @@ TODO = {"todos": [{"id": "1", "content": "water the ferns", "status": "pending"}
 
 def run_host_tool_bench(codex_bin: str) -> dict[str, Any]:
     """The three measurements, in a child process (Hermes reads its home at import)."""
-    with tempfile.TemporaryDirectory(prefix="hcr-bench-tools-") as tmp:
+    return in_child(__file__, codex_bin, timeout=900)
+
+
+def in_child(script: str, codex_bin: str, *, timeout: float) -> dict[str, Any]:
+    """``script --child CODEX_BIN OUT TMP`` in a child process with no Hermes home of the
+    caller's (Hermes reads its home at import): the JSON it wrote to OUT, or ``{"error"}``."""
+    with tempfile.TemporaryDirectory(prefix="hcr-bench-") as tmp:
         out = Path(tmp) / "result.json"
         env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME",)}
         env["CODEX_RUNTIME_LOAD_PLUGINS"] = ""
-        proc = subprocess.run([sys.executable, __file__, "--child", codex_bin, str(out), tmp],
-                              env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run([sys.executable, script, "--child", codex_bin, str(out), tmp],
+                              env=env, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0 or not out.exists():
             return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
         result: dict[str, Any] = json.loads(out.read_text())

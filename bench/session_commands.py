@@ -29,9 +29,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+import host_tools  # noqa: E402
 
 CASES = ("plain", "retry", "undo", "seeded")
 SEED_MARK = "already happened"
@@ -51,16 +51,7 @@ ANSWER = ("Here is the plan again, adjusted: water the ferns every second mornin
 
 def run_session_command_bench(codex_bin: str) -> dict[str, Any]:
     """The measurements, in a child process (Hermes reads its home at import)."""
-    with tempfile.TemporaryDirectory(prefix="hcr-bench-commands-") as tmp:
-        out = Path(tmp) / "result.json"
-        env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME",)}
-        env["CODEX_RUNTIME_LOAD_PLUGINS"] = ""
-        proc = subprocess.run([sys.executable, __file__, "--child", codex_bin, str(out), tmp],
-                              env=env, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0 or not out.exists():
-            return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
-        result: dict[str, Any] = json.loads(out.read_text())
-        return result
+    return host_tools.in_child(__file__, codex_bin, timeout=1800)
 
 
 def _message(n: int) -> str:
@@ -78,8 +69,7 @@ def _bare(item: Any) -> Any:
 
 def child(codex_bin: str, out: Path, tmp: str) -> None:
     """Measure, in this process (Hermes imported here), and write the figures to ``out``."""
-    from host_tools import _hermes_home
-
+    _hermes_home = host_tools._hermes_home
     from hermes_codex_runtime.offline import provider as mp
     from hermes_codex_runtime.offline.codex_home import prepare_codex_home
     from hermes_codex_runtime.wire import probe_version, resolve_codex_binary
