@@ -130,7 +130,8 @@ def test_rollback_restores_what_each_codex_turn_changed(cli, hermes):
     restored = command(app, "/rollback 1")
     assert (notes.read_text(), data.read_text()) == ("first edit\n", "1,2,3\n"), restored
     manager = app.agent._checkpoint_mgr
-    first = [c for c in manager.list_checkpoints(str(hermes.workdir))
-             if c["reason"] == "before codex turn"][-1]
-    restored = command(app, f"/rollback {first['short_hash']}")
+    listing = manager.list_checkpoints(str(hermes.workdir))  # newest first, as /rollback numbers
+    first = max(i for i, c in enumerate(listing) if c["reason"] == "before codex turn")
+    # by its number: a short hash of digits alone would be read as a number
+    restored = command(app, f"/rollback {first + 1}")
     assert (notes.read_text(), data.read_text()) == ("kept by the user\n", "1,2,3\n"), restored
