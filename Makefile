@@ -112,7 +112,9 @@ CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes
               tests/test_hermes_failures.py tests/test_hermes_steer.py \
               tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
               tests/test_walls_real.py tests/test_walls_shared.py tests/test_hermes_tools.py \
-              tests/test_hermes_tools_e2e.py tests/test_tmux_session_commands.py
+              tests/test_hermes_tools_e2e.py tests/test_tmux_session_commands.py \
+              tests/test_session_commands_real.py tests/test_session_fast_rollback.py \
+              tests/test_session_model_switch.py
 test-cross: test-cross-019 test-cross-022
 test-cross-019: setup codex-npm
 	@echo "== hermes-agent 0.19.0 x codex 0.171.0: $(CROSS_TESTS)"
