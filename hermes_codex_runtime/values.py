@@ -186,6 +186,9 @@ class TurnResult:
     interrupted: bool = False
     timed_out: bool = False
     failure: Failure | None = None
+    #: the last error codex reported it would retry on its own (a provider it could not reach):
+    #: what a turn that runs out of time was waiting on
+    retrying: Failure | None = None
     status: str | None = None
     turn_id: str | None = None
     thread_id: str | None = None

@@ -249,6 +249,22 @@ def test_will_retry_errors_are_not_terminal(fake_runtime, fake_codex):
     fake_codex.assert_wire_clean()
 
 
+
+def test_a_turn_still_retrying_at_its_deadline_fails_as_what_codex_was_retrying(fake_runtime,
+                                                                              fake_codex):
+    """The network down: codex retries the provider on its own until the turn's time is up.
+    The failure is the provider codex could not reach (and its fix), not a time budget."""
+    runtime, _host = fake_runtime({"turns": [[
+        {"error": {"info": {"responseStreamConnectionFailed": {"httpStatusCode": None}},
+                   "message": "Reconnecting... 2/5", "will_retry": True}},
+        {"hang": True}]]}, turn_timeout=1.5)
+    turn = runtime.run_turn(Agent(), "go")
+    assert turn.timed_out and turn.failure is not None
+    assert turn.failure.kind is FailureKind.SERVICE, turn.failure
+    assert "still retrying" in turn.failure.describe()
+    assert "check the network" in turn.failure.describe()
+    fake_codex.assert_wire_clean()
+
 def test_a_missing_binary_is_a_setup_failure_with_the_fix(tmp_path):
     settings = SessionSettings(codex_bin=str(tmp_path / "no-such-codex"), cwd=str(tmp_path))
     host = RecordingHost(settings)

@@ -138,3 +138,16 @@ def test_a_side_task_goes_to_the_remote_app_server_the_sessions_use(make_runtime
         assert [s["endpoint"] for s in runtime.pool.snapshot()] == [remote.url]
     finally:
         remote.stop()
+
+
+
+def test_a_side_task_the_provider_never_answers_points_at_the_network(make_runtime,
+                                                                      mock_provider):
+    """The network down: nothing comes back from the provider before the task's deadline. The
+    failure says so (check the network), not only that a time budget ran out."""
+    runtime, _host = make_runtime()
+    mock_provider.set_default(mp.text("too late", delay=20))
+    with pytest.raises(SideTaskFailed) as failed:
+        run_side_task(runtime.pool, settings_for(make_runtime), SideTask("name it", timeout=1.5))
+    said = failed.value.failure.describe()
+    assert "sent nothing back" in said and "check the network" in said, said

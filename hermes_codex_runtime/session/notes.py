@@ -67,6 +67,12 @@ class TurnView:
 Handler = Callable[[TurnView, Mapping[str, Any]], str | None]
 
 
+#: Notifications that only come once the model has answered something (besides the answer's
+#: own deltas).
+MODEL_SPOKE = frozenset({"item/reasoning/summaryTextDelta", "item/reasoning/textDelta",
+                         "thread/tokenUsage/updated"})
+
+
 def has_abort_marker(text: Any) -> bool:
     """True when ``text`` carries codex's ``<turn_aborted>`` marker."""
     return isinstance(text, str) and any(marker in text for marker in TURN_ABORTED_MARKERS)
@@ -180,6 +186,7 @@ def _item_completed(view: TurnView, params: Mapping[str, Any]) -> str:
 
 def _token_usage(view: TurnView, params: Mapping[str, Any]) -> None:
     view.usage.add(params)
+    view.result.retrying = None  # a response came back: the provider was reached
 
 
 def _rerouted(view: TurnView, params: Mapping[str, Any]) -> None:
@@ -197,6 +204,7 @@ def _compacted(view: TurnView, params: Mapping[str, Any]) -> None:
 def _error(view: TurnView, params: Mapping[str, Any]) -> None:
     failure, will_retry = classify_error_notification(dict(params))
     if will_retry:
+        view.result.retrying = failure
         view.emit(Retrying(failure.message, failure))
     else:
         view.result.fail(failure)

@@ -201,7 +201,7 @@ def _run(conn: Channel, settings: SessionSettings, task: SideTask,
                         else None, model=settings.model or _model(reply))
     _drive(conn, settings, result, thread_id)
     if result.failure is not None and result.failure.kind is FailureKind.TIMEOUT:
-        raise _timeout("before its answer", task.timeout)
+        raise _timeout(f"before its answer ({result.failure.message})", task.timeout)
     if result.failure is not None:
         raise SideTaskFailed(result.failure)
     usage = result.usage.turn if result.usage is not None else TokenUsage()

@@ -78,6 +78,9 @@ class TurnDriver:
         self.next_probe = time.monotonic() + recovery.QUIET_PROBE  # silence: read the record
         self.finished = False  # this turn's turn/completed (or codex's abort) arrived
         self.aborted = False
+        #: the model has said something this turn (a delta, a response's usage): a turn that
+        #: runs out of time without it was waiting on a provider codex may not reach
+        self.heard = False
         self._stopped = False  # the loop ends without it: the deadline, or the connection
         #: What arrived after ``turn/completed`` in its burst (answered after the turn).
         self.leftover: list[Inbound] = []
@@ -205,6 +208,7 @@ class TurnDriver:
             if params.get("turnId") != self.turn_id or params.get(
                     "threadId", self.thread_id) != self.thread_id:
                 return None
+            self.heard = True
             return notes.on_delta(self._view, params, stream)
         self._flush(stream)
         scope = scope_of(params)
@@ -219,6 +223,8 @@ class TurnDriver:
             return None
         if message.method == "turn/started":
             self.began = True
+        elif message.method in notes.MODEL_SPOKE:
+            self.heard = True
         handler = notes.HANDLERS.get(message.method)
         return handler(self._view, params) if handler is not None else None
 
@@ -272,8 +278,18 @@ class TurnDriver:
         result.interrupted = True
         result.timed_out = True
         result.status = "interrupted"
-        result.fail(Failure(FailureKind.TIMEOUT, f"the codex turn did not finish within "
-                            f"{self.settings.turn_timeout:g}s"), retire=True)
+        if result.retrying is not None:
+            # codex spent the time retrying a provider it could not reach: that is the failure
+            # to report (and its fix), not the time budget
+            waited = result.retrying
+            result.fail(Failure(waited.kind, f"{waited.message} (codex was still retrying when "
+                                "the turn's time ran out)", info=waited.info,
+                                http_status=waited.http_status), retire=True)
+            return
+        said = (f"the codex turn did not finish within {self.settings.turn_timeout:g}s"
+                if self.heard else "the model provider sent nothing back before the turn's "
+                "time ran out: check the network and the provider's status")
+        result.fail(Failure(FailureKind.TIMEOUT, said), retire=True)
 
     def _finish(self) -> None:
         result = self.result
