@@ -98,6 +98,15 @@ class _RecordingMemory:
         return lambda *a, **k: None
 
 
+
+def interrupt_at_first_text(agent):
+    """A stream callback that interrupts ``agent`` (from another thread, as a user would) once
+    the answer has begun to stream: mid-turn, however long the turn took to start."""
+    streaming = threading.Event()
+    threading.Thread(target=lambda: streaming.wait(60) and agent.interrupt(),
+                     daemon=True).start()
+    return lambda *_args, **_kwargs: streaming.set()
+
 def test_external_memory_syncs_completed_turns_only(hermes):
     agent = hermes.agent()
     memory = _RecordingMemory()
@@ -110,7 +119,7 @@ def test_external_memory_syncs_completed_turns_only(hermes):
     assert [m["role"] for m in kwargs["messages"]] == ["user", "assistant"]
 
     hermes.provider.enqueue(mp.text("word " * 200, deltas=200, delta_delay=0.02))
-    threading.Timer(0.6, agent.interrupt).start()
+    agent.stream_delta_callback = interrupt_at_first_text(agent)
     result = agent.run_conversation("talk for a long time")
     assert result["interrupted"] and result["partial"]
     assert len(memory.synced) == 1  # interrupted turns are not synced
@@ -247,7 +256,7 @@ def test_interrupt_and_close_reach_the_codex_session(hermes):
     hermes.configure(codex_app_server_grace=0)  # the process ends with its last session
     agent = hermes.agent()
     hermes.provider.enqueue(mp.text("word " * 300, deltas=300, delta_delay=0.02))
-    threading.Timer(0.8, agent.interrupt).start()
+    agent.stream_delta_callback = interrupt_at_first_text(agent)
     started = time.monotonic()
     result = agent.run_conversation("go on and on")
     assert time.monotonic() - started < 8
@@ -573,3 +582,29 @@ def test_an_agent_the_host_drops_without_closing_it_is_collected_and_its_session
         assert time.monotonic() < deadline, "the dropped agents' sessions were not closed"
         time.sleep(0.05)
     assert seated() <= before + 1  # their seats on the shared app-server are free again
+
+
+def test_a_program_embedding_the_agent_ends_the_idle_app_server_at_once(hermes):
+    """``agent.close()`` leaves the shared app-server up for the grace (the next agent starts
+    warm); ``end_idle_app_servers()`` ends it now, and the next turn starts a fresh one."""
+    import psutil
+
+    import hermes_codex_runtime.hermes as plugin
+    from hermes_codex_runtime.hermes.turn.runtime import shared_runtime
+
+    hermes.configure(codex_app_server_grace=300)
+    agent = hermes.agent()
+    hermes.provider.enqueue(mp.text("hi"))
+    agent.run_conversation("hello")
+    process = psutil.Process(shared_runtime().session_for(agent).connection.pid)
+    agent.close()
+    assert process.is_running() and process.status() != "zombie"  # waiting out its grace
+    assert plugin.end_idle_app_servers() == 1
+    process.wait(10)
+    assert plugin.end_idle_app_servers() == 0
+    again = hermes.agent()
+    hermes.provider.enqueue(mp.text("fresh"))
+    assert again.run_conversation("and now?")["final_response"] == "fresh"
+    assert shared_runtime().session_for(again).connection.pid != process.pid
+    again.close()
+    plugin.end_idle_app_servers()

@@ -16,6 +16,17 @@ def register(ctx: object) -> None:
     install(ctx)
 
 
+def end_idle_app_servers() -> int:
+    """For a program that embeds Hermes' ``AIAgent``: end now the codex app-servers this process
+    keeps up with no session on them. ``agent.close()`` ends the agent's codex session, but a
+    shared app-server then stays up for ``model.codex_app_server_grace`` seconds (300) so the
+    next agent starts warm; it always ends with the process. Returns how many ended; the next
+    codex turn starts a fresh one."""
+    from hermes_codex_runtime.hermes.turn.runtime import end_idle_app_servers as end_idle
+
+    return end_idle()
+
+
 def install(ctx: object) -> None:
     """Install the codex runtime into Hermes through ``ctx`` (feature-probed, never raising).
     Importing this package costs nothing: the ``.pth`` start-up hook (:mod:`.installing.early`) is

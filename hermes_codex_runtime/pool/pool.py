@@ -81,7 +81,8 @@ class ServerPool:
         self._publish_lock = threading.Lock()
         self._lock = threading.Lock()
         self._servers: dict[tuple[Any, ...], list[SharedServer]] = {}
-        self._timers: dict[int, threading.Timer] = {}
+        #: the idle servers waiting out their grace, by ``id``: the timer that ends each
+        self._timers: dict[int, tuple[threading.Timer, SharedServer]] = {}
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
         self._serial = itertools.count(1)
         self._reaper: threading.Thread | None = None
@@ -370,28 +371,40 @@ class ServerPool:
         timer.daemon = True
         with self._lock:
             self._cancel_timer(server)
-            self._timers[id(server)] = timer
+            self._timers[id(server)] = (timer, server)
         timer.start()
 
     def _cancel_timer(self, server: SharedServer) -> None:
-        timer = self._timers.pop(id(server), None)  # lock held by the caller
-        if timer is not None:
-            timer.cancel()
+        waiting = self._timers.pop(id(server), None)  # lock held by the caller
+        if waiting is not None:
+            waiting[0].cancel()
 
     def _retire_if_idle(self, server: SharedServer) -> None:
         with self._lock:
             self._timers.pop(id(server), None)
         self._retire(server)
 
-    def _retire(self, server: SharedServer) -> None:
-        """End ``server`` — unless a session arrived since it became idle."""
+    def end_idle(self) -> int:
+        """End now every app-server that carries no session and is waiting out its grace (a
+        host done with codex for a while); how many ended. The next session starts afresh."""
+        with self._lock:
+            waiting, self._timers = list(self._timers.values()), {}
+        ended = 0
+        for timer, server in waiting:
+            timer.cancel()
+            ended += self._retire(server)
+        return ended
+
+    def _retire(self, server: SharedServer) -> bool:
+        """End ``server`` — unless a session arrived since it became idle. True if it ended."""
         if not server.retire_if_empty():
-            return
+            return False
         with self._lock:
             servers = self._servers.get(server.key, [])
             if server in servers:
                 servers.remove(server)
         server.close()
+        return True
 
     def close(self) -> None:
         """End every connection of this pool (host shutdown)."""
@@ -401,8 +414,8 @@ class ServerPool:
             self._reaper = None
             servers = [s for group in self._servers.values() for s in group]
             self._servers.clear()
-            timers, self._timers = list(self._timers.values()), {}
-        for timer in timers:
+            waiting, self._timers = list(self._timers.values()), {}
+        for timer, _server in waiting:
             timer.cancel()
         for server in servers:
             server.close()

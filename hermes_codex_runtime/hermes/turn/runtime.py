@@ -39,6 +39,13 @@ def shared_runtime() -> CodexRuntime:
         return _runtime
 
 
+def end_idle_app_servers() -> int:
+    """End now the app-servers no session uses any more (see the package's function)."""
+    with _runtime_lock:
+        runtime = _runtime
+    return runtime.pool.end_idle() if runtime is not None else 0
+
+
 def reap_orphans_once() -> list[int]:
     """Once per process: reap app-server trees left behind by a Hermes process that died."""
     global _orphans_checked
