@@ -2,9 +2,9 @@
 
 Owns the host-neutral checks (binary, version, ``CODEX_HOME``, configuration, login, readiness for
 a service's minimal ``PATH``, the environment that reaches codex, the app-servers) and the report
-format. Every check is ok / warn / fail with the exact fix; a fix names the host's setting or
-command through :class:`Wording`, which the host's adapter passes in. Nothing here knows a
-host.
+format. Every check is ok / warn / fail with the exact fix (or off: the runtime is switched off
+on purpose, with how to switch it on); a fix names the host's setting or command through
+:class:`Wording`, which the host's adapter passes in. Nothing here knows a host.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from hermes_codex_runtime.wire.binary import (
 from hermes_codex_runtime.wire.codex_config import codex_home_path, required_provider_key
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+#: the runtime is switched off on purpose: nothing of it to check, nothing wrong
+OFF = "off"
 #: CLI overrides that keep a diagnostic spawn from syncing plugins or retrying forever.
 QUIET_OVERRIDES = ("-c", "features.plugins=false", "-c", "check_for_update_on_startup=false")
 
@@ -300,19 +302,24 @@ def check_token_file(path: str | None) -> Check | None:
 
 def render(checks: list[Check]) -> str:
     """The report for a terminal."""
-    marks = {OK: "ok  ", WARN: "warn", FAIL: "FAIL"}
+    marks = {OK: "ok  ", WARN: "warn", FAIL: "FAIL", OFF: "off "}
     width = max((len(c.name) for c in checks), default=10)
     lines = []
     for check in checks:
         lines.append(f"[{marks.get(check.status, check.status)}] {check.name:<{width}}  "
                      f"{check.detail}")
         if check.fix and check.status != OK:
-            lines.append(f"       {'':<{width}}  fix: {check.fix}")
+            label = "to switch it on" if check.status == OFF else "fix"
+            lines.append(f"       {'':<{width}}  {label}: {check.fix}")
     failed = sum(c.status == FAIL for c in checks)
     warned = sum(c.status == WARN for c in checks)
     lines.append("")
-    lines.append("everything looks right" if not failed and not warned
-                 else f"{failed} problem(s), {warned} warning(s)")
+    if failed or warned:
+        lines.append(f"{failed} problem(s), {warned} warning(s)")
+    elif any(c.status == OFF for c in checks):
+        lines.append("the codex runtime is off: nothing more to check until it is on")
+    else:
+        lines.append("everything looks right")
     return "\n".join(lines)
 
 

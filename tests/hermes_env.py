@@ -227,20 +227,29 @@ def _free_port() -> int:
 
 
 class Gateway:
-    """``hermes gateway run`` with only the API server platform, on 127.0.0.1."""
+    """``hermes gateway run`` with only the API server platform, on 127.0.0.1.
 
-    def __init__(self, home: Path, **env: str):
+    Its workspace is ``home`` (``TERMINAL_CWD``), unless ``own_workspace`` is False: then no
+    ``TERMINAL_CWD`` reaches it and the gateway finds its workspace itself, from config.yaml, as
+    a user's gateway does. ``cwd`` is the directory it is started in (``home`` by default)."""
+
+    def __init__(self, home: Path, *, own_workspace: bool = True, cwd: Path | None = None,
+                 **env: str):
         self.port = _free_port()
         self.key = "gateway-test-key-" + os.urandom(8).hex()
         self.log_path = home / "gateway.log"
-        env.setdefault("TERMINAL_CWD", str(home))
+        if own_workspace:
+            env.setdefault("TERMINAL_CWD", str(home))
         self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        environment = hermes_env(home, API_SERVER_ENABLED="1", API_SERVER_KEY=self.key,
+                                 API_SERVER_HOST="127.0.0.1", API_SERVER_PORT=str(self.port),
+                                 **env)
+        if not own_workspace:
+            environment.pop("TERMINAL_CWD", None)
         self.proc = subprocess.Popen(
-            [HERMES, "gateway", "run"],
-            env=hermes_env(home, API_SERVER_ENABLED="1", API_SERVER_KEY=self.key,
-                           API_SERVER_HOST="127.0.0.1", API_SERVER_PORT=str(self.port), **env),
-            stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, cwd=str(home), start_new_session=True)
+            [HERMES, "gateway", "run"], env=environment, stdout=self._log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(cwd or home),
+            start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
             try:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hermes_env import base_config, hermes_env, write_hermes_home
 
 SCRIPT = str(Path(sys.executable).with_name("hermes-codex-runtime"))
@@ -220,3 +221,39 @@ def test_a_codex_the_suite_never_ran_on_is_a_warning_naming_the_tested_ones(setu
     assert binary["status"] == "warn"
     assert "0.169.0" in binary["detail"] and "tested: 0.163.0, 0.171.0" in binary["detail"]
     assert "pip install openai-codex-cli-bin" in binary["fix"]
+
+
+def test_a_runtime_switched_off_on_purpose_is_one_line_with_the_way_back_and_no_failure(
+        tmp_path):
+    """After ``disable`` (and after ``/codex-runtime auto``, which leaves the plugin enabled),
+    doctor says the runtime is off and how to switch it on — nothing the runtime alone needs
+    (the plugin enabled, the runtime key, a codex model, codex itself) is a failure."""
+    home = tmp_path / "hermes-home"
+    home.mkdir()
+    (home / "config.yaml").write_text("model:\n  provider: openrouter\n"
+                                      "  default: anthropic/claude-sonnet-4\n")
+    for step in (["enable", "--provider"], ["disable"]):
+        proc = subprocess.run([SCRIPT, *step], env=hermes_env(home), capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    status, checks = doctor(home)
+    assert status == 0, checks
+    assert list(checks) == ["config.yaml", "Hermes", "codex runtime"], checks
+    off = checks["codex runtime"]
+    assert off["status"] == "off" and "not enabled" in off["detail"], off
+    assert f"{Path(SCRIPT).name} enable" in off["fix"], off
+    text = subprocess.run([SCRIPT, "doctor"], env=hermes_env(home), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert text.returncode == 0 and "FAIL" not in text.stdout, text.stdout
+    assert [line for line in text.stdout.splitlines() if line.startswith("[off ]")] == [
+        f"[off ] codex runtime  {off['detail']}"], text.stdout
+    assert text.stdout.rstrip().endswith("the codex runtime is off: nothing more to check "
+                                         "until it is on"), text.stdout
+
+    # switched off in Hermes (`/codex-runtime auto`): the plugin is still enabled
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    config["plugins"]["enabled"].append("codex-runtime")
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    status, checks = doctor(home)
+    assert status == 0 and checks["codex runtime"]["status"] == "off", checks
+    assert "/codex-runtime codex_app_server" in checks["codex runtime"]["fix"]

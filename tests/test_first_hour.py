@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hermes_env import base_config, hermes_env, write_config
+from hermes_env import Gateway, base_config, chat_finished, hermes_env, write_config
 
 from hermes_codex_runtime.offline import provider as mp
 
@@ -290,19 +291,47 @@ def test_bare_hermes_codex_plugin_prints_the_commands(home):
     assert "error:" not in proc.stderr
 
 
-def test_try_serves_a_playground_for_your_own_hermes_chat(tmp_path):
-    proc = subprocess.Popen([SCRIPT, "try"], env=hermes_env(tmp_path / "unused"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+def start_playground(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen, list[str]]:
+    """``hermes-codex-runtime try`` as a user starts it, and what it printed up to "Ctrl-C"."""
+    proc = subprocess.Popen([SCRIPT, "try"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                            cwd=str(cwd), start_new_session=True)
     assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 90
+    while not any("Ctrl-C" in line for line in lines):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(lines)
+        lines.append(proc.stdout.readline())
+    return proc, lines
+
+
+def close_playground(proc: subprocess.Popen) -> str:
+    """Ctrl-C the playground; what it printed after."""
+    os.killpg(proc.pid, signal.SIGINT)
+    rest = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0 and "playground closed" in rest, rest
+    return rest
+
+
+def exported(lines: list[str]) -> dict[str, str]:
+    """The variables it told to ``export``."""
+    words = [word for line in lines if line.strip().startswith("export ")
+             for word in shlex.split(line)[1:]]
+    return dict(word.split("=", 1) for word in words)
+
+
+def cd_to(lines: list[str]) -> Path:
+    """The folder it told to ``cd`` to."""
+    [line] = [line for line in lines if line.strip().startswith("cd ")]
+    return Path(line.strip()[len("cd "):])
+
+
+def test_try_serves_a_playground_for_your_own_hermes_chat(tmp_path):
+    proc, lines = start_playground(hermes_env(tmp_path / "unused"), tmp_path)
     try:
-        lines: list[str] = []
-        deadline = time.monotonic() + 90
-        while not any("Ctrl-C" in line for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, lines
-            lines.append(proc.stdout.readline())
-        [export] = [line for line in lines if "export HERMES_HOME=" in line]
-        playground_home = Path(export.split("=", 1)[1].strip())
+        playground_home = Path(exported(lines)["HERMES_HOME"])
         assert playground_home.is_dir()
         env = hermes_env(playground_home)
         chat = subprocess.run([HERMES, "chat", "-Q", "-q", "hello playground"], env=env,
@@ -317,7 +346,67 @@ def test_try_serves_a_playground_for_your_own_hermes_chat(tmp_path):
         assert "It was declined, so nothing ran" in asked.stdout, asked.stdout + asked.stderr
         assert "cannot show an approval prompt" in asked.stderr
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        rest = proc.communicate(timeout=30)[0]
-    assert proc.returncode == 0 and "playground closed" in rest
+        close_playground(proc)
     assert not playground_home.parent.exists()  # the scratch directory is gone
+
+
+def files_under(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` with its size and modification time."""
+    found = {}
+    for path in [root, *root.rglob("*")]:
+        stat = path.lstat()
+        found[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def test_a_gateway_and_a_chat_on_the_playground_work_in_its_project_and_never_in_your_home(
+        tmp_path):
+    """As a user: ``try`` started in their home, a gateway started there too with what ``try``
+    told to export (no ``TERMINAL_CWD``: the gateway finds its workspace in the playground's
+    config.yaml), and ``hermes chat`` run as told. A command and a file change happen in the
+    playground's project, and the home — a temporary one here — gets nothing."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes-of-the-user.txt").write_text("mine\n")
+    (tmp_path / "tmp").mkdir()
+    # the user's environment: their HOME, no cache or state directory of their own (the
+    # defaults are under HOME), no workspace variable
+    user = {"HOME": str(home), "TMPDIR": str(tmp_path / "tmp"), "XDG_CACHE_HOME": "",
+            "XDG_STATE_HOME": ""}
+    env = hermes_env(tmp_path / "unused", **user)
+    for name in ("HERMES_HOME", "TERMINAL_CWD"):
+        env.pop(name, None)
+    before = files_under(home)
+    proc, lines = start_playground(env, home)
+    try:
+        user.update(exported(lines))
+        playground_home = Path(user.pop("HERMES_HOME"))
+        project = playground_home.parent / "project"
+        gateway = Gateway(playground_home, own_workspace=False, cwd=home, **user)
+        try:
+            for said in ("create hello.txt", "run pwd > where.txt && ls -la >> where.txt"):
+                run_id = gateway.call("POST", "/v1/runs", {"input": said})["run_id"]
+                events = []
+                for event in gateway.events(run_id):
+                    events.append(event)
+                    if event.get("event") == "approval.request":
+                        gateway.call("POST", f"/v1/runs/{run_id}/approval", {"choice": "once"})
+                assert events[-1].get("event") == "run.completed", events[-3:]
+                assert "Done" in json.dumps(events[-1]), events[-1]
+        finally:
+            gateway.stop()
+        assert (project / "hello.txt").read_text() == "created by the playground\n"
+        where, *listing = (project / "where.txt").read_text().splitlines()
+        assert where == str(project)
+        assert any(line.endswith(" hello.txt") for line in listing), listing
+        assert not any("notes-of-the-user" in line for line in listing), listing
+        # hermes chat, started where the playground said (`-q` shows no prompt: --yolo)
+        chat = subprocess.run([HERMES, "chat", "--yolo", "-Q", "-q", "run pwd > from-chat.txt"],
+                              env=hermes_env(playground_home, **user), capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL,
+                              cwd=str(cd_to(lines)))
+        assert chat_finished(chat), chat.stderr[-3000:]
+        assert (project / "from-chat.txt").read_text().strip() == str(project), chat.stderr
+    finally:
+        close_playground(proc)
+    assert files_under(home) == before

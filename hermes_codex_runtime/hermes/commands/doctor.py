@@ -1,10 +1,13 @@
 """``doctor`` for Hermes: the host's checks, and the codex checks phrased in Hermes' words.
 
 In order: can ``config.yaml`` be read at all (file, line, column — nothing else is checked, and no
-command that rewrites it is suggested, until it parses); is Hermes importable here; are the
-plugin's keys and the ``approvals`` keys valid; is the plugin enabled, the runtime switched on,
-does activation take effect for the configured provider, does this Hermes have every seam; then
-the codex checks of :mod:`hermes_codex_runtime.doctor` with Hermes' keys, file and commands
+command that rewrites it is suggested, until it parses); is Hermes importable here; is the codex
+runtime switched off on purpose (``model.openai_runtime: auto``, as ``disable`` and
+``/codex-runtime auto`` leave it: one line says so and how to switch it on, and nothing that only
+matters to the runtime is checked or counted); are the plugin's keys and the ``approvals`` keys
+valid; is the plugin enabled, the runtime switched on, does activation take effect for the
+configured provider, does this Hermes have every seam; then the codex checks of
+:mod:`hermes_codex_runtime.doctor` with Hermes' keys, file and commands
 (:class:`~hermes_codex_runtime.doctor.Wording`). Doctor changes nothing.
 """
 
@@ -16,6 +19,7 @@ from typing import Any
 
 from hermes_codex_runtime.doctor import (
     FAIL,
+    OFF,
     OK,
     WARN,
     Check,
@@ -82,7 +86,8 @@ def run(*, as_json: bool = False, hermes: bool = True) -> int:
 
 def hermes_checks() -> tuple[list[Check], PluginSettings | None]:
     """The Hermes checks, and the plugin's settings for the codex ones (``None`` when they
-    could not be read: the codex checks would be about the wrong binary or home)."""
+    could not be read — the codex checks would be about the wrong binary or home — or when the
+    runtime is switched off: there is nothing of it to check)."""
     path = config_path()
     try:
         raw = read_config_file(path)
@@ -104,6 +109,10 @@ def hermes_checks() -> tuple[list[Check], PluginSettings | None]:
     checks.append(Check("Hermes", OK, f"{host.describe()}, HERMES_HOME {hermes_home()}"))
     config = load_config()
     model = model_section(config)
+    off = _switched_off(config)
+    if off is not None:
+        checks.append(off)
+        return checks, None
     settings: PluginSettings | None = None
     try:
         settings = plugin_settings(config)
@@ -183,6 +192,30 @@ def _enabled_check(config: dict[str, Any]) -> Check:
     if PLUGIN_NAME not in enabled:
         return Check("plugin enabled", FAIL, "installed but not enabled", enable)
     return Check("plugin enabled", OK, "discovered through its entry point and enabled")
+
+
+def _switched_off(config: dict[str, Any]) -> Check | None:
+    """One line when the user switched the runtime off (``model.openai_runtime: auto``, which
+    ``disable`` and ``/codex-runtime auto`` write), else ``None``. An unset or misspelt runtime
+    is not "off": the other checks say what is missing."""
+    model = model_section(config)
+    current = model.get("openai_runtime")
+    if not isinstance(current, str) or current.strip().lower() != "auto" \
+            or runtime_requested_safe(model):
+        return None
+    plugins = config.get("plugins")
+    enabled = plugins.get("enabled") if isinstance(plugins, dict) else None
+    disabled = plugins.get("disabled") if isinstance(plugins, dict) else None
+    loaded = isinstance(enabled, list) and PLUGIN_NAME in enabled and not (
+        isinstance(disabled, list) and PLUGIN_NAME in disabled)
+    enable = f"`{fixes.own_command()} enable`"
+    if loaded:
+        return Check("codex runtime", OFF, "switched off: model.openai_runtime is 'auto', so "
+                     "turns run on Hermes' own runtime (codex-runtime is still enabled)",
+                     f"type `/codex-runtime codex_app_server` in Hermes, or run {enable}.")
+    return Check("codex runtime", OFF, "switched off: model.openai_runtime is 'auto' and "
+                 "codex-runtime is not enabled, so turns run on Hermes' own runtime",
+                 f"run {enable} (it says what it changes).")
 
 
 def _runtime_check(model: dict[str, Any]) -> Check:
