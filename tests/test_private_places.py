@@ -1,9 +1,12 @@
-"""What is created in a private place is private, whatever the umask, and nothing else changes:
-the runtime's default ACL (``wire.private_dirs``)."""
+"""What codex writes in the places the plugin gives it is private, whatever the umask, and
+nothing else changes: the runtime's default ACL (``wire.private_dirs``) and the Hermes home's
+places that get it (``hermes.config.private_places``). codex on both hosts is in
+``tests/test_walls_real.py``."""
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import stat
 import subprocess
@@ -11,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from hermes_codex_runtime.hermes.config import private_places
+from hermes_codex_runtime.hermes.config.settings import plugin_settings
 from hermes_codex_runtime.wire import private_dirs
 from hermes_codex_runtime.wire.private_dirs import DEFAULT_ACL_XATTR, keep_new_files_private
 
@@ -89,3 +94,27 @@ def test_a_default_acl_of_its_own_stays_and_a_file_system_without_acls_is_named(
     assert keep_new_files_private(str(plain)) == "its file system has no POSIX ACLs"
     monkeypatch.delattr(os, "setxattr")
     assert keep_new_files_private(str(plain)) == "this platform has no POSIX ACLs"
+
+
+def test_the_places_are_what_codex_gets_inside_the_hermes_home_and_a_failure_is_said_once(
+        tmp_path, monkeypatch, caplog):
+    home = tmp_path / "hermes"
+    scratch, codex_home = home / "cache" / "scratch", home / "codex"
+    scratch.mkdir(parents=True)
+    codex_home.mkdir()
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    plugin = plugin_settings({"model": {"codex_home": str(codex_home)}})
+    environ = {"TMPDIR": str(scratch), "TMP": str(tmp_path / "tmp"), "TEMP": str(scratch)}
+    assert private_places.places(plugin, environ) == (str(scratch.resolve()),
+                                                      str(codex_home.resolve()))
+    # a temp dir and codex home of the user's own (/tmp, ~/.codex) are not the plugin's to change
+    outside = plugin_settings({"model": {"codex_home": str(tmp_path / "dot-codex")}})
+    assert private_places.places(outside, {"TMPDIR": str(tmp_path / "tmp")}) == ()
+
+    monkeypatch.setattr(os, "setxattr", unsupported)
+    with caplog.at_level(logging.WARNING, logger="hermes_codex_runtime.hermes"):
+        for _turn in range(2):
+            private_places.keep_private([str(scratch), str(home / "not-yet")])
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and str(scratch) in said[0] and "no POSIX ACLs" in said[0], said
