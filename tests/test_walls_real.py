@@ -28,6 +28,7 @@ from walled_home import (
     PlantedHome,
     assert_walls_held,
     leaky_command,
+    readable_by_others,
 )
 
 from hermes_codex_runtime.offline import provider as mp
@@ -102,6 +103,29 @@ def test_hermes_chat_in_the_home_directory_reads_no_secret_and_doctor_reports_th
     assert "~/.bashrc" not in startup["detail"] and "terminal.cwd" in startup["fix"]
     assert checks["walls: instruction files"]["status"] == "ok"
     assert planted.secrets["token"] not in doctor.stdout
+
+
+def test_what_codex_writes_in_the_hermes_home_is_private_and_a_commands_workspace_file_keeps_the_umask(  # noqa: E501
+        planted, mock_provider):
+    """codex writes into the temp directory it inherits — on the 0.22 line Hermes' scratch
+    directory in its home, where it is pointed here on both lines — 0644 under umask 022
+    (``codex-bwrap-synthetic-mount-targets-<uid>/lock``, 0.163 and 0.171). That must be private;
+    a file the model's command writes in the workspace keeps the user's umask."""
+    scratch = planted.hermes_home / "cache" / "scratch"
+    scratch.mkdir(parents=True, mode=0o700)
+    mock_provider.enqueue(mp.exec_command("echo made > made-by-a-command.txt"), mp.text("made"))
+    chat = subprocess.run(["sh", "-c", 'umask 022 && exec "$0" "$@"', HERMES, "chat", "-Q", "-q",
+                           "make a file"], env=planted.env(TMPDIR=str(scratch)),
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+                          cwd=str(planted.home))
+    assert chat_finished(chat), chat.stderr[-3000:]
+    made = planted.home / "made-by-a-command.txt"
+    assert made.read_text() == "made\n"
+    assert made.stat().st_mode & 0o777 == 0o644  # the user's umask, not the runtime's
+    codex_wrote = [p for p in scratch.rglob("*") if p.is_file() and p.name != ".last_prune"]
+    assert codex_wrote, "codex wrote nothing in its temp directory: the check below checks nothing"
+    loose = readable_by_others(planted.hermes_home)
+    assert loose == [], f"readable by others: {loose}"
 
 
 # ------------------------------------------------------------------- the probe and fallback

@@ -112,6 +112,19 @@ def leaky_command(passwords: list[str]) -> str:
             f"curl -s -u admin:{curl} http://127.0.0.1:9/; sshpass -p {sshpass} true; true")
 
 
+#: Where in the Hermes home the runtime and codex write: the plugin's own corner, and the
+#: scratch directory the 0.22 line points TMPDIR at (codex's sandbox keeps a lock there).
+RUNTIME_PLACES = ("codex-runtime", "cache/scratch")
+
+
+def readable_by_others(hermes_home: Path) -> list[str]:
+    """Each file the runtime or codex wrote in the Hermes home that group or others may read,
+    with its mode."""
+    return [f"{path} {path.stat().st_mode & 0o777:04o}" for place in RUNTIME_PLACES
+            for path in (hermes_home / place).rglob("*")
+            if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o077]
+
+
 def assert_walls_held(planted: PlantedHome, provider) -> list[str]:
     outputs = _outputs(provider)
     seen = "\n".join(outputs)
@@ -128,4 +141,6 @@ def assert_walls_held(planted: PlantedHome, provider) -> list[str]:
                for name in appeared), appeared
     assert (planted.home / "notes.txt").read_text() == "edited\n"  # ordinary work still works
     assert (planted.home / "project" / "todo.md").read_text() == "- ship it\n"
+    loose = readable_by_others(planted.hermes_home)
+    assert loose == [], f"readable by others: {loose}"
     return outputs

@@ -3,7 +3,8 @@
 Every turn needs the plugin's keys of ``config.yaml`` (validated), the sandbox its terminal
 security mode implies, the walls' paths (Hermes' credentials and conversations, the other
 profiles, the SSH keys in ``~/.ssh``, the places kept read-only), the protected places an
-approval checks, and the version Hermes gives itself. None of that changes between turns
+approval checks, the directories in the Hermes home codex writes into (kept private:
+:mod:`.private_places`), and the version Hermes gives itself. None of that changes between turns
 unless a file does, so it is computed once and kept while ``config.yaml``, codex's
 ``config.toml``, the ``~/.ssh`` directory and Hermes' ``profiles`` directory keep their
 modification times (and the environment variables it reads stay the same): four ``stat``
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_codex_runtime.hermes.config import paths, protected, walled
+from hermes_codex_runtime.hermes.config import paths, private_places, protected, walled
 from hermes_codex_runtime.hermes.config.settings import (
     PluginSettings,
     hermes_home,
@@ -32,7 +33,8 @@ from hermes_codex_runtime.hermes.symbols.probe import host_version
 from hermes_codex_runtime.wire.codex_config import codex_home_path
 
 #: The environment variables the standing settings read (besides the files).
-ENVIRONMENT = ("HERMES_HOME", "CODEX_HOME", "HERMES_TERMINAL_SECURITY_MODE", "HOME")
+ENVIRONMENT = ("HERMES_HOME", "CODEX_HOME", "HERMES_TERMINAL_SECURITY_MODE", "HOME",
+               *private_places.TEMP_VARIABLES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,7 @@ class Standing:
     deny_read: tuple[str, ...]
     protect: tuple[str, ...]
     protected_roots: tuple[str, ...]
+    private_places: tuple[str, ...]  # where in the Hermes home codex writes
     client_version: str
     registry_path: str
     walls_cache: str
@@ -98,5 +101,6 @@ def _compute() -> Standing:
         sandbox=plugin.sandbox or sandbox_for_security_mode(config),
         deny_read=walled.deny_read(plugin), protect=walled.protect(plugin),
         protected_roots=tuple(protected.protected_roots(hermes_home(), plugin.codex_home)),
+        private_places=private_places.places(plugin),
         client_version=host_version(), registry_path=str(paths.registry_path()),
         walls_cache=str(paths.walls_cache_path()))

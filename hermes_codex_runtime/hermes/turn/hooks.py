@@ -22,7 +22,7 @@ from hermes_codex_runtime.continuity import Binding
 from hermes_codex_runtime.events import CodexEvent
 from hermes_codex_runtime.hermes import tools
 from hermes_codex_runtime.hermes.approvals import decide
-from hermes_codex_runtime.hermes.config import walled
+from hermes_codex_runtime.hermes.config import private_places, walled
 from hermes_codex_runtime.hermes.config.model_names import (
     codex_name,
     foreign_model_problem,
@@ -171,7 +171,10 @@ class HermesHost:
 def host_settings(fixed: Standing, *, cwd: str) -> SessionSettings:
     """What every codex thread of this Hermes gets from config.yaml, whatever the agent: the
     binary, home, provider, timeouts, environment, placement and walls. Threads with equal
-    answers share an app-server (the side tasks of :mod:`..side_tasks` join the sessions')."""
+    answers share an app-server (the side tasks of :mod:`..side_tasks` join the sessions').
+    The places in the Hermes home codex writes into are made private first
+    (:mod:`..config.private_places`)."""
+    private_places.keep_private(fixed.private_places)
     settings = fixed.plugin
     return SessionSettings(
         codex_bin=settings.codex_bin,  # None: $CODEX_BIN, the bundled binary, then PATH
