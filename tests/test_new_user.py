@@ -134,4 +134,4 @@ def test_the_readme_install_works_word_for_word_in_a_clean_hermes(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     version = subprocess.run([str(venv / "bin" / "hermes-codex-runtime"), "version"], env=env,
                              capture_output=True, text=True, timeout=120)
-    assert version.returncode == 0 and "codex 0.163.0" in version.stdout, version.stdout
+    assert version.returncode == 0 and "codex 0.169.0" in version.stdout, version.stdout

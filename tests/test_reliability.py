@@ -223,7 +223,12 @@ def test_stores_are_private_atomic_and_survive_corruption(tmp_path, caplog):
 def _echo_model(body):
     """A model that answers every session with its own words (so cross-talk is visible) and
     runs a command when asked to."""
-    last = body.get("input", [])[-1] if body.get("input") else {}
+    # codex may add an <environment_context> after the user's message (the date changed
+    # mid-run at midnight): the words to echo are the last item that is not one
+    items = [item for item in body.get("input", []) if not any(
+        str(part.get("text", "")).startswith("<environment_context>")
+        for part in item.get("content") or [] if isinstance(part, dict))]
+    last = items[-1] if items else {}
     if last.get("type") == "function_call_output":
         lines = [line for line in str(last.get("output")).splitlines() if line.strip()]
         return mp.text(f"ran: {lines[-1] if lines else ''}")

@@ -19,7 +19,7 @@ from hermes_codex_runtime.wire.errors import CodexBinaryError
 MIN_CODEX_VERSION: tuple[int, int, int] = (0, 125, 0)
 #: The codex versions the test suite runs on (PyPI ``openai-codex-cli-bin``; npm
 #: ``@openai/codex``). Versions in between and newer are allowed; doctor says which these are.
-TESTED_CODEX_VERSIONS: tuple[tuple[int, int, int], ...] = ((0, 163, 0), (0, 171, 0))
+TESTED_CODEX_VERSIONS: tuple[tuple[int, int, int], ...] = ((0, 169, 0), (0, 171, 0))
 
 
 def tested_note(version: tuple[int, int, int]) -> str:
