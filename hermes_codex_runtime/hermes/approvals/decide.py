@@ -19,7 +19,9 @@ toggled mid-session counts for the next request — in this order:
    ``manual`` does;
 5. a gateway context (a chat platform, or an API-server client with an approval notifier): asked
    through Hermes' own gateway approval channel — the pending approval, the chat platform
-   notified, the user's answer (or the host's timeout) resolving it;
+   notified, the user's answer (or the host's timeout) resolving it. An API-server request with
+   no notifier on the 0.22 line (``/v1/responses``, a chat completion that does not stream):
+   Hermes' gate decides by ``approvals.unattended_mode`` (``deny`` by default, or ``approve``);
 6. the CLI: asked through the interactive approval callback;
 7. nobody can answer: decline (fail closed).
 
@@ -57,6 +59,7 @@ from hermes_codex_runtime.hermes.approvals.prompts import (
     ask_gateway,
     ask_host,
     call,
+    call_optional,
     can_prompt,
     find,
     notifier,
@@ -136,9 +139,13 @@ def capture_scope(agent: Any) -> ApprovalScope:
     except SettingError:
         roots = protected.protected_roots(hermes_home(), None)
     promptless = callable(cli_callback) and not can_prompt(cli_callback)
+    # the 0.22 line: an API-server request no client can answer (no notifier): Hermes' gate
+    # decides by approvals.unattended_mode
+    unattended = approval is not None and not gateway and not cron and bool(
+        call_optional(approval, "_is_unattended_platform_approval_context", default=False))
     return ApprovalScope(contextvars.copy_context(), session_key,
                          None if promptless else cli_callback, gateway and not cron, cron,
-                         platform, roots, promptless)
+                         platform, roots, promptless, unattended)
 
 
 def _command_text(request: ApprovalRequest) -> str:
@@ -248,7 +255,8 @@ def _decide(request: ApprovalRequest, scope: ApprovalScope, agent: Any) -> Decis
     if not scope.gateway:  # the CLI's prompt box draws one line per field
         shown_description = _one_line(shown_description)
     public = getattr(approval, "request_tool_approval", None)
-    if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)):
+    if auto and callable(public) and (scope.gateway or callable(scope.cli_callback)
+                                      or scope.unattended):
         if request.cancelled.is_set():
             return Decision.DECLINE
         return ask_host(approval, public, scope, shown_what, shown_description, pattern, request)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_codex_runtime.hermes.symbols.probe import report_missing, symbol, symbol_in
+from hermes_codex_runtime.hermes.symbols.probe import present, report_missing, symbol, symbol_in
 from hermes_codex_runtime.protocol import Decision
 from hermes_codex_runtime.values import ApprovalRequest
 
@@ -46,6 +47,9 @@ class ApprovalScope:
     #: A CLI that cannot show a prompt (``hermes chat -q``: its interactive application never
     #: runs, so its callback could only wait out the timeout).
     promptless: bool = False
+    #: A surface the host calls unattended (the 0.22 line: the API server, webhooks) with no
+    #: client that can answer: ``approvals.unattended_mode`` decides in the host's gate.
+    unattended: bool = False
 
 
 #: Where Hermes keeps its approval helpers: one module in 0.19.0, split in the 0.22 line.
@@ -95,6 +99,24 @@ def approval_module() -> Any:
         symbol("tools.approval", "is_approval_bypass_active", feature="Hermes approvals")
         return None
     return approval
+
+
+def call_optional(approval: Any, name: str, *args: Any, default: Any = None) -> Any:
+    """``name(*args)`` from ``tools.approval`` or where the 0.22 line moved it — for what only
+    some host lines have: ``default``, unreported, where the host has none."""
+    function = getattr(approval, name, None)
+    for module in APPROVAL_MODULES[1:]:
+        if function is not None:
+            break
+        if present(module, name):
+            function = getattr(sys.modules[module], name, None)
+    if not callable(function):
+        return default
+    try:
+        return function(*args)
+    except Exception:
+        log.debug("codex-runtime: %s raised", name, exc_info=True)
+        return default
 
 
 def call(module: Any, name: str, *args: Any, default: Any = None) -> Any:

@@ -13,7 +13,10 @@ swaps module attributes:
   ``agent.conversation_compression._compress_context_via_codex_app_server`` gives an agent on
   codex whose session has a stored thread its session handle first (:func:`_install_compaction`);
 * a turn's memory recall and plugin context: ``agent.conversation_loop.build_turn_context``
-  keeps the user message as Hermes would have sent it (:func:`_keep_turn_context`).
+  keeps the user message as Hermes would have sent it (:func:`_keep_turn_context`);
+* approvals on the API server's streaming chat completions, once its module is imported: a
+  chunk an OpenAI SDK client can read, withdrawn when the client goes away
+  (:mod:`..approvals.api_stream`).
 
 Class-level wiring — ``AIAgent.steer`` delivering to the codex turn, ``close`` and
 ``release_clients`` closing the codex session (:mod:`..turn.controls`), the background review's fork
@@ -60,7 +63,27 @@ def install(ctx: Any) -> dict[str, bool]:
     for name, took in register_commands(ctx).items():
         installed[f"command:{name}"] = took
     installed["hook:pre_approval_request"] = _observe_approvals(ctx)
+    installed["approvals on streaming chat completions"] = _follow_api_server()
     return installed
+
+
+def _follow_api_server() -> bool:
+    """Once the gateway imports its API server (now, if it has), make the approvals on its
+    streaming chat completions readable by an OpenAI SDK client (:mod:`..approvals.api_stream`;
+    a host whose chat completions carry no approvals is left as it is)."""
+    from hermes_codex_runtime.hermes.after_import import after_import
+
+    def follow() -> None:
+        try:
+            from hermes_codex_runtime.hermes.approvals.api_stream import install
+
+            install()
+        except Exception:
+            log.warning("codex-runtime: approvals on streaming chat completions stay Hermes' "
+                        "own", exc_info=True)
+
+    after_import("gateway.platforms.api_server", follow)
+    return True
 
 
 def _observe_approvals(ctx: Any) -> bool:

@@ -68,4 +68,27 @@ DISPLAY_SYMBOLS: tuple[HostSymbol, ...] = (
                required=False,
                when_missing='live output, plans and proposed diffs stay off the API stream; '
                'reasoning and tool events still reach it'),
+    # -- issue 49: approvals an OpenAI SDK client can read on the API server's streams
+    HostSymbol('gateway.platforms.api_server', 'APIServerAdapter',
+               'its import is when the chat-completions approvals below are made readable',
+               required=False,
+               when_missing='the API server is not there: nothing to make readable'),
+    HostSymbol('gateway.platforms.api_server_openai_routes',
+               'OpenAICompatRoutesMixin._register_stream_approval',
+               "wrapped: the stream's queue it is given turns an `approval.request` into a "
+               'well-formed `chat.completion.chunk` (empty delta; Hermes\' payload under '
+               '`approval`, its fields at the top but `choices`, which the `openai` SDK reads '
+               'as the chunk\'s), and a pending approval whose client went away is withdrawn',
+               required=False, verified='0.22.2.post1',
+               when_missing="Hermes' own event, which the `openai` SDK cannot read (0.19.0: its "
+               'streaming chat completions carry no approval; a codex request there is '
+               'declined at once)'),
+    HostSymbol('tools.approval', 'has_blocking_approval',
+               "whether a streaming completion's approval still waits (its client watched "
+               'meanwhile)', required=False,
+               when_missing='a gone client is noticed at Hermes\' next write (10 s)'),
+    HostSymbol('tools.approval', 'resolve_gateway_approval',
+               "a gone client's approval answered `deny` where it cannot be withdrawn",
+               required=False,
+               when_missing='it waits for `approvals.timeout`'),
 )

@@ -290,6 +290,12 @@ SEAM_SYMBOLS: tuple[HostSymbol, ...] = (
                required=True,
                when_missing='cron declines',
                also_in=('tools.approval_context',)),
+    HostSymbol('tools.approval', '_is_unattended_platform_approval_context',
+               'an API-server request no client can answer (`/v1/responses`, a chat completion '
+               "that does not stream) goes to Hermes' gate, which decides by "
+               '`approvals.unattended_mode`', required=False, verified='0.22.2.post1',
+               when_missing='declined (0.19.0 has no `unattended_mode`)',
+               also_in=('tools.approval_context',)),
     HostSymbol('tools.approval', '_YOLO_MODE_FROZEN',
                '`--yolo` (read without a config reload)',
                required=True,
