@@ -59,11 +59,14 @@ CELL_PYTEST = -p no:cacheprovider --durations=15 --durations-min=5
 
 # The compatibility matrix (README "Compatibility"): the whole suite on each host line, each with
 # one of the two tested codex versions, plus the cross cells (the other codex under each host)
-# on the tests that exercise exactly that pairing, and the per-session cell. HCR_REQUIRE_REAL
-# makes a skipped real test a failure in every cell. Everything is installed first; then the
-# two host lines run side by side (their tests mostly wait on codex and Hermes processes, so two
-# cores carry both), each cell's output kept together.
-test: lint setup-022 codex-npm wheelhouse-019 wheelhouse-022 tools
+# and the per-session cell, each on the tests its pairing or setting changes. HCR_REQUIRE_REAL
+# makes a skipped real test a failure in every cell. The installs run side by side first (each
+# into its own folder), then lint, then the two host lines side by side, each cell's output kept
+# together (docs/test-time.md: what each cell costs and why it holds what it holds).
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target setup setup-022 codex-npm \
+	  wheelhouse-019 wheelhouse-022
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory -j2 --output-sync=target cells-019 cells-022
 	@echo "compatibility matrix: all cells passed"
 
@@ -99,22 +102,32 @@ test-022: setup-022 codex-npm wheelhouse-022
 	CODEX_BIN="$$($(CODEX_NPM_FIND))" HCR_REQUIRE_REAL=1 \
 	  HCR_EXPECT_HOST=0.22.2.post1 HCR_EXPECT_CODEX=0.171.0 $(PY022) -m pytest $(CELL_PYTEST)
 
-# the suite again with a codex process per session (model.codex_app_server: per-session) instead
-# of the default shared app-server: the tests whose sessions that setting places (the others
-# would run exactly as in test-019 and are deselected; tests/conftest.py)
+# The suite's placement tests again with a codex process per session (model.codex_app_server:
+# per-session) instead of the default shared app-server: the files whose tests open, close,
+# share, kill or fork sessions' app-servers — the pool, the session's life, Hermes' agent,
+# side tasks, the gateway's concurrent clients, CLI/cron/gateway end to end, failures and the
+# session commands — and of those only the tests whose sessions that setting places
+# (tests/conftest.py); everything else runs exactly as in test-019.
+PER_SESSION_TESTS = tests/test_pool_real.py tests/test_session_real.py tests/test_hermes_agent.py \
+                    tests/test_side_tasks.py tests/test_hermes_side_tasks.py \
+                    tests/test_gateway_clients.py tests/test_hermes_e2e.py \
+                    tests/test_hermes_failures.py tests/test_session_commands_real.py
 test-per-session: setup wheelhouse-019
-	@echo "== hermes-agent 0.19.0 x codex 0.169.0, a codex process per session: the tests it places"
+	@echo "== hermes-agent 0.19.0 x codex 0.169.0, a codex process per session: $(PER_SESSION_TESTS)"
 	HCR_APP_SERVER=per-session HCR_REQUIRE_REAL=1 HCR_EXPECT_HOST=0.19.0 \
-	  HCR_EXPECT_CODEX=0.169.0 $(PY) -m pytest -q $(CELL_PYTEST)
+	  HCR_EXPECT_CODEX=0.169.0 $(PY) -m pytest -q $(CELL_PYTEST) $(PER_SESSION_TESTS)
 
-# the cross cells: codex 0.171.0 under 0.19.0, codex 0.169.0 under the 0.22 line
-CROSS_TESTS = tests/test_wire_real.py tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
+# the cross cells: codex 0.171.0 under 0.19.0, codex 0.169.0 under the 0.22 line, on the tests
+# where Hermes and codex meet: a turn end to end (CLI, cron, gateway), approvals through Hermes'
+# channels and the API server's streams, failures and fallback, steering, the walls, Hermes'
+# tools offered to codex, the session commands that mend the thread and restore codex's files,
+# the manifest. What needs codex alone (the wire, the sessions) or Hermes alone runs on both
+# codex versions and both host lines in the whole-suite cells already.
+CROSS_TESTS = tests/test_hermes_e2e.py tests/test_hermes_approvals.py \
               tests/test_hermes_failures.py tests/test_hermes_steer.py \
-              tests/test_gateway_chat_approvals.py tests/test_compat_manifest.py \
-              tests/test_walls_real.py tests/test_walls_shared.py tests/test_hermes_tools.py \
-              tests/test_hermes_tools_e2e.py tests/test_tmux_session_commands.py \
-              tests/test_session_commands_real.py tests/test_session_fast_rollback.py \
-              tests/test_session_model_switch.py
+              tests/test_gateway_chat_approvals.py tests/test_gateway_sdk_approvals.py \
+              tests/test_compat_manifest.py tests/test_walls_real.py tests/test_hermes_tools.py \
+              tests/test_session_commands_real.py tests/test_session_fast_rollback.py
 test-cross: test-cross-019 test-cross-022
 test-cross-019: setup codex-npm
 	@echo "== hermes-agent 0.19.0 x codex 0.171.0: $(CROSS_TESTS)"
