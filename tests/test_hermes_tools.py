@@ -211,12 +211,14 @@ def test_a_tool_switched_off_mid_session_keeps_the_thread_and_a_call_to_it_is_re
 
 
 def test_a_stored_thread_lacking_a_tool_is_not_resumed_in_a_new_process(hermes):
-    agent = hermes.agent(disabled_toolsets=["skills"])
+    # Hermes offers ``cronjob`` by what the process's environment says, remembered for a minute
+    # ("transient"): left in, another test's environment could change the tools between agents
+    agent = hermes.agent(disabled_toolsets=["skills", "cronjob"])
     hermes.provider.enqueue(mp.text("first answer"))
     first = agent.run_conversation("remember the word egret")
     agent.close()
     # the same session in a new process, with the toolset enabled since
-    later = hermes.agent(session_id=agent.session_id)
+    later = hermes.agent(session_id=agent.session_id, disabled_toolsets=["cronjob"])
     hermes.provider.enqueue(mp.text("second answer"))
     second = later.run_conversation("and now?", conversation_history=first["messages"])
     assert second["final_response"] == "second answer"
@@ -226,7 +228,7 @@ def test_a_stored_thread_lacking_a_tool_is_not_resumed_in_a_new_process(hermes):
                for _, text in hermes.provider.request_texts(1))
     # fewer tools than the thread has (the toolset off again): resumed, not replaced
     later.close()
-    again = hermes.agent(session_id=agent.session_id, disabled_toolsets=["skills"])
+    again = hermes.agent(session_id=agent.session_id, disabled_toolsets=["skills", "cronjob"])
     hermes.provider.enqueue(mp.text("third answer"))
     third = again.run_conversation("still there?", conversation_history=second["messages"])
     assert third["codex_thread_id"] == second["codex_thread_id"]
