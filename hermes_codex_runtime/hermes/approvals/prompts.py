@@ -110,17 +110,16 @@ def call_optional(approval: Any, name: str, *args: Any, default: Any = None) -> 
             break
         if present(module, name):
             function = getattr(sys.modules[module], name, None)
-    if not callable(function):
-        return default
-    try:
-        return function(*args)
-    except Exception:
-        log.debug("codex-runtime: %s raised", name, exc_info=True)
-        return default
+    return _invoke(name, function, args, default)
 
 
 def call(module: Any, name: str, *args: Any, default: Any = None) -> Any:
-    function = find(module, name)
+    """``name(*args)`` from ``tools.approval`` or where it moved (reported when missing)."""
+    return _invoke(name, find(module, name), args, default)
+
+
+def _invoke(name: str, function: Any, args: tuple[Any, ...], default: Any) -> Any:
+    """``function(*args)``; ``default`` when there is none or it raises."""
     if not callable(function):
         return default
     try:
